@@ -1,0 +1,7 @@
+import { defineConfig } from 'drizzle-kit';
+
+export default defineConfig({
+  schema: './drizzle/schema/index.ts',
+  out: './drizzle/migrations',
+  dialect: 'postgresql',
+});

@@ -1,0 +1,23 @@
+import { bigint, index, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
+import { ts } from './_columns';
+import { actors } from './actors';
+
+/** The server audit log: one row per mutation, written in the mutation's own transaction. */
+export const audits = pgTable('audits', {
+  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+  /** null for actions of the system itself (the CLI, start-up). */
+  actorId: integer('actor_id').references(() => actors.id),
+  action: text('action').notNull(),
+  acteeId: text('actee_id'),
+  details: jsonb('details'),
+  /** X-Action-Notes, where an endpoint takes them. */
+  notes: text('notes'),
+  loggedAt: ts('logged_at').notNull().defaultNow(),
+}, (t) => [
+  index('audits_logged_at').on(t.loggedAt),
+  index('audits_actee_id_logged_at').on(t.acteeId, t.loggedAt),
+  index('audits_actor_id_logged_at').on(t.actorId, t.loggedAt),
+  index('audits_action_logged_at').on(t.action, t.loggedAt),
+]);
+
+export type AuditRow = typeof audits.$inferSelect;

@@ -1,0 +1,17 @@
+/** App Users (field keys): P/app-users[/:actorId]. */
+import { groupApp, isExtended, success } from '../../lib/http/app';
+import { jsonBody } from '../../lib/http/body';
+import { intParam, projectId } from '../../lib/http/params';
+import * as appUsers from '../../lib/app-users';
+
+export const appUsersRoutes = groupApp()
+  .get('/v1/projects/:projectId/app-users', async (c) =>
+    c.json(await appUsers.listAppUsers(c.var.ctx, projectId(c), isExtended(c))))
+  .post('/v1/projects/:projectId/app-users', async (c) =>
+    c.json(await appUsers.createAppUser(c.var.ctx, projectId(c), await jsonBody(c))))
+  .get('/v1/projects/:projectId/app-users/:actorId', async (c) =>
+    c.json(await appUsers.getAppUser(c.var.ctx, projectId(c), intParam(c, 'actorId'))))
+  .delete('/v1/projects/:projectId/app-users/:actorId', async (c) => {
+    await appUsers.deleteAppUser(c.var.ctx, projectId(c), intParam(c, 'actorId'));
+    return success(c);
+  });

@@ -1,0 +1,9 @@
+/** Users group: users, sessions and App Users. */
+import { groupApp } from '../../lib/http/app';
+import { appUsersRoutes } from './app-users';
+import { sessionsRoutes } from './sessions';
+import { usersRoutes } from './users';
+
+const app = groupApp().route('/', usersRoutes).route('/', sessionsRoutes).route('/', appUsersRoutes);
+
+export default app;

@@ -1,0 +1,53 @@
+/**
+ * `npm start`: load the configuration, apply migrations, create the first administrator when
+ * ADMIN_EMAIL/ADMIN_PASSWORD are set, then serve every group app on one port (8383 by default).
+ */
+import { serve } from '@hono/node-server';
+import { ConfigError } from '../../lib/config';
+import { systemCtx } from '../../lib/context';
+import { withDeps } from '../../lib/runtime/entry';
+import { loadConfig, processEnv } from '../../lib/runtime/env';
+import { createNodeDeps } from '../../lib/runtime/node';
+import { ensureFirstAdmin } from '../../lib/users/admin-tasks';
+import { localApp } from './app';
+
+async function main() {
+  let config;
+  try {
+    config = loadConfig(processEnv());
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const deps = createNodeDeps(config);
+  await deps.database.migrate();
+  const admin = await ensureFirstAdmin(systemCtx(deps));
+  const app = withDeps(localApp(), () => ({ deps }));
+  const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, (info) => {
+    const where = config.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite in ${config.DATA_DIR}/db`;
+    console.log(`Fieldbase listening on http://${config.HOST}:${info.port} — database: ${where}; blobs: ${deps.blobs.kind}`);
+    if (admin === 'created') console.log(`Created the administrator ${config.ADMIN_EMAIL}.`);
+    if (admin === 'none') {
+      console.log('No users yet. Create the first administrator with:');
+      console.log('  npm run cli -- user-create --email you@example.org --password "a long password"');
+      console.log('  npm run cli -- user-promote --email you@example.org');
+      console.log('(stop the server first when using the embedded database), or start with ADMIN_EMAIL and ADMIN_PASSWORD set.');
+    }
+  });
+  const stop = () => {
+    server.close(() => {
+      void deps.database.close().finally(() => process.exit(0));
+    });
+    setTimeout(() => process.exit(0), 5000).unref();
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,40 @@
+/**
+ * Where blob bytes live. Keys are the lowercase hex SHA-256 of the content (content-addressed: the
+ * same bytes are stored once). Implementations: local files (lib/runtime/fs-blobs.ts, Node only)
+ * and S3 (lib/blobs/s3.ts, Node and Workers).
+ */
+export interface BlobStore {
+  /** Which implementation, for logs and tests. */
+  readonly kind: 'fs' | 's3';
+  /** Stores bytes under `key`; idempotent (the key is the content's hash). */
+  put(key: string, body: Uint8Array, contentType?: string): Promise<void>;
+  /** A stream of the bytes, or null when nothing is stored under `key`. */
+  get(key: string): Promise<ReadableStream<Uint8Array> | null>;
+  has(key: string): Promise<boolean>;
+  /** Removes the object; no error when it is absent. */
+  delete(key: string): Promise<void>;
+  /** Every stored key (for the orphan sweep). */
+  list(): AsyncIterable<string>;
+}
+
+/** Collects a blob stream into one buffer (small blobs, tests). */
+export async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.byteLength;
+  }
+  return out;
+}
+
+export const isBlobKey = (key: string): boolean => /^[0-9a-f]{64}$/.test(key);

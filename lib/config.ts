@@ -1,0 +1,90 @@
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const blankToUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+const opt = <T extends z.ZodTypeAny>(s: T) => z.preprocess(blankToUndefined, s.optional());
+
+/**
+ * Every setting Fieldbase reads, by environment variable name. Parsed once at start by
+ * `parseConfig`; nothing else reads the environment (lib/runtime does, through this).
+ */
+export const ConfigSchema = z.object({
+  PORT: z.preprocess(blankToUndefined, z.coerce.number().int().min(0).max(65535).default(8383)),
+  /** Address the local server binds; loopback by default so a fresh install is not exposed. */
+  HOST: z.preprocess(blankToUndefined, z.string().default('127.0.0.1')),
+  /** PostgreSQL connection string; unset means embedded PGlite under DATA_DIR/db. */
+  DATABASE_URL: opt(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')),
+  DATABASE_POOL_MAX: z.preprocess(blankToUndefined, z.coerce.number().int().min(1).max(200).default(10)),
+  DATA_DIR: z.preprocess(blankToUndefined, z.string().default('./data')),
+  S3_BUCKET: opt(z.string()),
+  S3_ENDPOINT: opt(z.string().url()),
+  S3_REGION: z.preprocess(blankToUndefined, z.string().default('us-east-1')),
+  S3_ACCESS_KEY_ID: opt(z.string()),
+  S3_SECRET_ACCESS_KEY: opt(z.string()),
+  S3_FORCE_PATH_STYLE: z.preprocess(blankToUndefined, bool.default(false)),
+  /** bcrypt cost factor; 12 in production, tests lower it for speed. */
+  BCRYPT_COST: z.preprocess(blankToUndefined, z.coerce.number().int().min(4).max(15).default(12)),
+  /** Web user session lifetime in hours (Central: 24). */
+  SESSION_LIFETIME_HOURS: z.preprocess(blankToUndefined, z.coerce.number().positive().max(24 * 365).default(24)),
+  ADMIN_EMAIL: opt(z.string().email()),
+  ADMIN_PASSWORD: opt(z.string().min(10).max(72)),
+  /**
+   * Allow Basic and cookie authentication over plain HTTP. Central refuses them without HTTPS
+   * (401.3); the local server turns this on by itself when it listens on loopback only.
+   */
+  ALLOW_HTTP_AUTH: opt(bool),
+  LOG_LEVEL: z.preprocess(blankToUndefined, z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info')),
+  /** Largest JSON body accepted, bytes (Central's body parser: 250 kB). */
+  MAX_JSON_BYTES: z.preprocess(blankToUndefined, z.coerce.number().int().positive().default(250_000)),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+/** Thrown by parseConfig: names each bad variable so start-up fails with a useful message. */
+export class ConfigError extends Error {
+  constructor(readonly issues: { variable: string; message: string }[]) {
+    super(
+      `Invalid configuration:\n${issues.map((i) => `  ${i.variable}: ${i.message}`).join('\n')}`,
+    );
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Parses settings from an environment-like record (process.env, a Workers env, a test object).
+ * @returns the typed Config with defaults applied.
+ * @throws ConfigError naming every invalid variable (start-up fails; never a Problem).
+ * Also rejects a half-configured S3 store (S3_BUCKET without both credentials, or the reverse).
+ */
+export function parseConfig(source: Record<string, unknown>): Config {
+  const result = ConfigSchema.safeParse(source);
+  if (!result.success) {
+    throw new ConfigError(
+      result.error.issues.map((i) => ({ variable: String(i.path[0] ?? '?'), message: i.message })),
+    );
+  }
+  const c = result.data;
+  const s3Creds = [c.S3_ACCESS_KEY_ID, c.S3_SECRET_ACCESS_KEY].filter((v) => v != null).length;
+  if (s3Creds === 1) {
+    throw new ConfigError([
+      {
+        variable: c.S3_ACCESS_KEY_ID == null ? 'S3_ACCESS_KEY_ID' : 'S3_SECRET_ACCESS_KEY',
+        message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together',
+      },
+    ]);
+  }
+  if (c.S3_BUCKET == null && (c.S3_ENDPOINT != null || s3Creds > 0)) {
+    throw new ConfigError([{ variable: 'S3_BUCKET', message: 'required when other S3_* settings are given' }]);
+  }
+  if ((c.ADMIN_EMAIL == null) !== (c.ADMIN_PASSWORD == null)) {
+    throw new ConfigError([
+      {
+        variable: c.ADMIN_EMAIL == null ? 'ADMIN_EMAIL' : 'ADMIN_PASSWORD',
+        message: 'ADMIN_EMAIL and ADMIN_PASSWORD must be set together',
+      },
+    ]);
+  }
+  return c;
+}

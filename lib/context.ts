@@ -1,0 +1,97 @@
+import type { Config } from './config';
+import type { Db } from './db/client';
+import type { BlobStore } from './blobs/store';
+import type { Logger } from './log';
+
+/** The authenticated party of a request (an `actors` row, with the fields rights checks need). */
+export interface Actor {
+  id: number;
+  type: 'user' | 'field_key' | 'public_link' | 'singleUse';
+  displayName: string;
+  acteeId: string;
+  createdAt: Date;
+  updatedAt: Date | null;
+  deletedAt: Date | null;
+}
+
+/** The session a request authenticated with (Bearer, cookie or App User key); null for Basic. */
+export interface SessionInfo {
+  tokenHash: string;
+  /** The clear token, known only for the request that presented it. */
+  token: string;
+  csrf: string;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export interface Auth {
+  actor: Actor | null;
+  session: SessionInfo | null;
+  via: 'anonymous' | 'bearer' | 'basic' | 'cookie' | 'key';
+}
+
+/** Long-lived dependencies, built once per process (Node) or per request (Workers). */
+export interface Deps {
+  db: Db;
+  blobs: BlobStore;
+  config: Config;
+  log: Logger;
+}
+
+interface TxState {
+  onRollback: Array<() => Promise<void>>;
+  /** The database outside the transaction, usable once it has ended (rollback hooks). */
+  root: Db;
+}
+
+/** Everything a lib verb needs: who is asking, and the resources to answer with. */
+export interface Ctx extends Deps {
+  auth: Auth;
+  requestId: string;
+  /** True for the CLI and start-up tasks: every rights check passes and audits carry no actor. */
+  system: boolean;
+  /** Set inside withTx: `db` is then the open transaction. */
+  tx?: TxState;
+  /** Per-request cache of verbs by actee key (lib/authz/can.ts). */
+  verbCache?: Map<string, Promise<Set<string>>>;
+}
+
+/** Thrown inside a transaction to roll it back without an error reaching the caller. */
+class Rollback extends Error {}
+
+/**
+ * Runs `fn` in one database transaction; re-entrant (an open transaction is reused, as Central's
+ * `transacting` and openstatus' withTx). `fn` receives a Ctx whose `db` is the transaction: use it
+ * for every query, or PGlite (one connection) would wait on itself.
+ * Effects: on failure, the registered rollback hooks run (blob cleanup), then the error is rethrown.
+ */
+export async function withTx<T>(ctx: Ctx, fn: (ctx: Ctx) => Promise<T>): Promise<T> {
+  if (ctx.tx) return fn(ctx);
+  const state: TxState = { onRollback: [], root: ctx.db };
+  try {
+    return await ctx.db.transaction(async (tx) => fn({ ...ctx, db: tx as unknown as Db, tx: state }));
+  } catch (err) {
+    for (const hook of state.onRollback.reverse()) {
+      await hook().catch((e: unknown) => ctx.log.error('rollback hook failed', { err: e, requestId: ctx.requestId }));
+    }
+    throw err;
+  }
+}
+
+/**
+ * Registers work to undo outside the database if the current transaction rolls back (a blob
+ * written to the store). Outside a transaction the hook is dropped: nothing can roll back.
+ */
+export function onRollback(ctx: Ctx, hook: () => Promise<void>): void {
+  ctx.tx?.onRollback.push(hook);
+}
+
+export { Rollback };
+
+/**
+ * A context for work the system does itself (CLI commands, start-up tasks): every rights check
+ * passes and audit rows carry no actor.
+ */
+export function systemCtx(deps: Deps): Ctx {
+  return { ...deps, auth: { actor: null, session: null, via: 'anonymous' }, requestId: 'system', system: true };
+}

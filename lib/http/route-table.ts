@@ -1,0 +1,28 @@
+/**
+ * The one ordered table of which group app answers which path (DESIGN rule 10). The local server
+ * (infra/local/serve.ts) and the Workers gateway dispatch on it; first match wins, so the more
+ * specific patterns come first. Patterns match the routing path, i.e. after a `/v1/key/{token}`
+ * prefix is folded to `/v1`.
+ */
+export type GroupName = 'projects' | 'assignments' | 'users' | 'audits';
+
+export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
+  // Assignments nested under projects and forms, before the projects catch-all.
+  [/^\/v1\/projects\/[^/]+\/assignments(\/|$)/, 'assignments'],
+  [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/assignments(\/|$)/, 'assignments'],
+  [/^\/v1\/roles(\/|$)/, 'assignments'],
+  [/^\/v1\/assignments(\/|$)/, 'assignments'],
+  // App Users live under projects but belong to the users group.
+  [/^\/v1\/projects\/[^/]+\/app-users(\/|$)/, 'users'],
+  [/^\/v1\/users(\/|$)/, 'users'],
+  [/^\/v1\/sessions(\/|$)/, 'users'],
+  [/^\/v1\/audits(\/|$)/, 'audits'],
+  [/^\/v1\/projects\/?$/, 'projects'],
+  [/^\/v1\/projects\/[^/]+\/?$/, 'projects'],
+];
+
+/** @returns the group for a routing path, or null (the caller answers 404.x). Pure. */
+export function groupFor(path: string): GroupName | null {
+  for (const [pattern, group] of routeTable) if (pattern.test(path)) return group;
+  return null;
+}

@@ -1,0 +1,84 @@
+/**
+ * One error type for everything a client may see. `code` is Central's decimal code (a JSON number);
+ * the HTTP status is its integer part. Messages follow Central's wording
+ * (shared/reference/central-problem-codes.md, shared/fixtures/central-outputs/_errors/).
+ */
+export class Problem extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'Problem';
+  }
+
+  /** HTTP status: the integer part of the code. */
+  get status(): number {
+    return Math.floor(this.code);
+  }
+
+  /** Central's key order: message, code, details (left out when there are none). */
+  toJSON(): { message: string; code: number; details?: unknown } {
+    return this.details === undefined
+      ? { message: this.message, code: this.code }
+      : { message: this.message, code: this.code, details: this.details };
+  }
+}
+
+const join = (xs: unknown[]) => xs.map(String).join(',');
+
+/** Problem factories by Central's names. Each returns (never throws) a Problem. */
+export const problems = {
+  user: {
+    unparseable: (d: { format: string; rawLength: number }) =>
+      new Problem(400.1, `Could not parse the given data (${d.rawLength} chars) as ${d.format}.`, d),
+    missingParameter: (d: { field: string }) =>
+      new Problem(400.2, `Required parameter ${d.field} missing.`, d),
+    missingParameters: (d: { expected: string[]; got: Record<string, unknown> }) =>
+      new Problem(
+        400.3,
+        `Required parameters missing. Expected (${d.expected.join(', ')}), got (${d.expected
+          .map((k) => `${k}: ${d.got[k] === undefined ? 'undefined' : JSON.stringify(d.got[k])}`)
+          .join(', ')}).`,
+        d,
+      ),
+    invalidHeader: (d: { field: string; value: unknown }) =>
+      new Problem(400.6, `An expected header field (${d.field}) did not match the expected format (got: ${String(d.value)}).`, d),
+    unexpectedValue: (d: { field: string; value: unknown; reason: string }) =>
+      new Problem(400.8, `Unexpected ${d.field} value ${String(d.value)}; ${d.reason}`, d),
+    invalidDataTypeOfParameter: (d: { field: string; expected: string }) =>
+      new Problem(400.11, `Invalid input data type: expected (${d.field}) to be (${d.expected})`, d),
+    keyDoesNotExist: (d: { field: string; value: unknown; table: string }) =>
+      new Problem(400.14, `The given ${d.field} ${String(d.value)} for ${d.table} does not exist.`, d),
+    passwordTooShort: () =>
+      new Problem(400.21, 'The password or passphrase provided does not meet the required length.'),
+    requestTooLarge: () => new Problem(400.36, 'Request body too large.'),
+    passwordTooLong: () =>
+      new Problem(400.38, 'The password or passphrase provided exceeds the maximum length.'),
+    authenticationFailed: () => new Problem(401.2, 'Could not authenticate with the provided credentials.'),
+    httpsOnly: () => new Problem(401.3, 'This authentication method is only available over HTTPS'),
+    insufficientRights: () =>
+      new Problem(403.1, 'The authentication you provided does not have rights to perform that action.'),
+    notFound: () => new Problem(404.1, 'Could not find the resource you were looking for.'),
+    missingApiVersion: () =>
+      new Problem(404.2, 'Expected an API version (eg /v1) at the start of the request URL.'),
+    unexpectedApiVersion: (d: { got: string }) =>
+      new Problem(404.3, `Unexpected an API version (accepts: 1) (got: ${d.got}).`, d),
+    uniquenessViolation: (d: { fields: unknown; values: unknown; table?: string }) =>
+      new Problem(
+        409.3,
+        `A resource already exists with ${Array.isArray(d.fields) ? join(d.fields) : String(d.fields)} value(s) of ${
+          Array.isArray(d.values) ? join(d.values) : String(d.values)
+        }.`,
+        d,
+      ),
+  },
+  internal: {
+    notImplemented: (d: { feature: string }) =>
+      new Problem(501.1, `The requested feature ${d.feature} is not supported by this server.`, d),
+    unexpectedFormsList: () =>
+      new Problem(501.2, 'This endpoint does not allow creation or deletion of forms. Please check that you have sent the correct full list of forms for this project.'),
+    unknown: () => new Problem(500.1, 'An unknown internal problem has occurred. Please try again later.'),
+  },
+};

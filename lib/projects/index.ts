@@ -1,0 +1,275 @@
+import { and, asc, count, eq, inArray, isNull, or, sql } from 'drizzle-orm';
+import { z } from 'zod';
+import { actees, actors, assignments, fieldKeys, forms, projects, roles, type ProjectRow } from '../../drizzle/schema';
+import { iso } from '../actors';
+import { audit } from '../audits/log';
+import { canOrReject, speciesActee, verbsOn, type ActeeRef } from '../authz/can';
+import { species } from '../authz/verbs';
+import { withTx, type Ctx } from '../context';
+import { problems } from '../problem';
+import { parseInput } from '../validation';
+import { canAssignRole } from '../assignments/rules';
+
+/** Project JSON in Central's key order (spec, Project). */
+export interface ProjectJson {
+  id: number;
+  name: string;
+  description: string | null;
+  archived: boolean | null;
+  keyId: number | null;
+  createdAt: string;
+  updatedAt: string | null;
+  deletedAt: string | null;
+}
+
+export const projectJson = (p: ProjectRow): ProjectJson => ({
+  id: p.id,
+  name: p.name,
+  description: p.description,
+  archived: p.archived,
+  keyId: p.keyId,
+  createdAt: p.createdAt.toISOString(),
+  updatedAt: iso(p.updatedAt),
+  deletedAt: iso(p.deletedAt),
+});
+
+/** The actee of a project, for rights checks. */
+export const projectActee = (p: Pick<ProjectRow, 'acteeId'>): ActeeRef => ({ acteeId: p.acteeId, species: species.project });
+
+/** Loads a live project. @throws Problem 404.1 when missing or deleted. Reads only. */
+export async function getProjectOrNotFound(ctx: Ctx, id: number): Promise<ProjectRow> {
+  const [row] = Number.isSafeInteger(id)
+    ? await ctx.db.select().from(projects).where(and(eq(projects.id, id), isNull(projects.deletedAt)))
+    : [];
+  if (!row) throw problems.user.notFound();
+  return row;
+}
+
+const name = z.string().trim().min(1, 'must not be empty').max(10_000);
+const description = z.string().max(100_000).nullable();
+export const CreateProjectInput = z.object({ name, description: description.optional(), archived: z.boolean().nullable().optional() });
+export const PatchProjectInput = z.object({ name: name.optional(), description: description.optional(), archived: z.boolean().nullable().optional() });
+export const PutProjectInput = z.object({
+  name,
+  description: description.optional(),
+  archived: z.boolean().nullable().optional(),
+  forms: z
+    .array(z.object({
+      xmlFormId: z.string(),
+      state: z.enum(['open', 'closing', 'closed']).optional(),
+      assignments: z.array(z.object({ roleId: z.number().int(), actorId: z.number().int() })).optional(),
+    }))
+    .optional(),
+});
+
+interface Counts { forms: number; appUsers: number; datasets: number; lastSubmission: string | null; lastEntity: string | null }
+
+async function countsFor(ctx: Ctx, ids: number[]): Promise<Map<number, Counts>> {
+  const out = new Map<number, Counts>(ids.map((id) => [id, { forms: 0, appUsers: 0, datasets: 0, lastSubmission: null, lastEntity: null }]));
+  if (ids.length === 0) return out;
+  const formCounts = await ctx.db
+    .select({ projectId: forms.projectId, n: count() })
+    .from(forms)
+    .where(and(inArray(forms.projectId, ids), isNull(forms.deletedAt)))
+    .groupBy(forms.projectId);
+  for (const r of formCounts) out.get(r.projectId)!.forms = r.n;
+  const keyCounts = await ctx.db
+    .select({ projectId: fieldKeys.projectId, n: count() })
+    .from(fieldKeys)
+    .innerJoin(actors, eq(actors.id, fieldKeys.actorId))
+    .where(and(inArray(fieldKeys.projectId, ids), isNull(actors.deletedAt)))
+    .groupBy(fieldKeys.projectId);
+  for (const r of keyCounts) out.get(r.projectId)!.appUsers = r.n;
+  return out;
+}
+
+/** Verbs the actor holds on each live project (through '*', 'project' or the project's own grants). */
+async function verbsByProject(ctx: Ctx): Promise<Map<number, Set<string>>> {
+  const actor = ctx.auth.actor;
+  const out = new Map<number, Set<string>>();
+  if (actor == null) return out;
+  const rows = await ctx.db
+    .selectDistinct({ projectId: projects.id, verb: sql<string>`jsonb_array_elements_text(${roles.verbs})` })
+    .from(projects)
+    .innerJoin(assignments, and(
+      eq(assignments.actorId, actor.id),
+      or(inArray(assignments.acteeId, [species.all, species.project]), eq(assignments.acteeId, projects.acteeId)),
+    ))
+    .innerJoin(roles, eq(roles.id, assignments.roleId))
+    .where(isNull(projects.deletedAt));
+  for (const r of rows) {
+    let set = out.get(r.projectId);
+    if (!set) out.set(r.projectId, (set = new Set()));
+    set.add(r.verb);
+  }
+  return out;
+}
+
+/**
+ * Projects the caller may see (GET /v1/projects): those where it holds project.read and form.list
+ * (or open_form.list). Anonymous callers get `[]` (spec, Authentication 2). Archived sort last, then
+ * by name, as Central.
+ * @param opts extended: add counts; forms / datasets: add formList / datasetList (empty until the
+ *   forms and entities issues fill them).
+ * @returns an array of Project JSON, each with `verbs`. Reads only.
+ */
+export async function listProjects(
+  ctx: Ctx,
+  opts: { extended: boolean; forms: boolean; datasets: boolean },
+): Promise<Array<ProjectJson & Record<string, unknown>>> {
+  if (ctx.auth.actor == null) return [];
+  const verbs = await verbsByProject(ctx);
+  const visible = [...verbs.entries()]
+    .filter(([, v]) => v.has('project.read') && (v.has('form.list') || v.has('open_form.list')))
+    .map(([id]) => id);
+  if (visible.length === 0) return [];
+  const rows = await ctx.db
+    .select()
+    .from(projects)
+    .where(and(inArray(projects.id, visible), isNull(projects.deletedAt)))
+    .orderBy(sql`coalesce(${projects.archived}, false)`, asc(projects.name), asc(projects.id));
+  const counts = opts.extended ? await countsFor(ctx, visible) : null;
+  return rows.map((p) => ({
+    ...projectJson(p),
+    ...(counts ? counts.get(p.id)! : {}),
+    verbs: [...verbs.get(p.id)!],
+    ...(opts.forms ? { formList: [] } : {}),
+    ...(opts.datasets ? { datasetList: [] } : {}),
+  }));
+}
+
+/**
+ * One project (GET /v1/projects/{id}); extended puts `verbs` first and adds the counts.
+ * @throws 404.1 unknown or deleted; 401.2/403.1 without project.read.
+ */
+export async function getProject(ctx: Ctx, id: number, extended: boolean): Promise<ProjectJson | Record<string, unknown>> {
+  const project = await getProjectOrNotFound(ctx, id);
+  await canOrReject(ctx, 'project.read', projectActee(project));
+  if (!extended) return projectJson(project);
+  const verbs = [...(await verbsOn(ctx, projectActee(project)))];
+  const counts = (await countsFor(ctx, [project.id])).get(project.id)!;
+  return { verbs, ...projectJson(project), ...counts };
+}
+
+/**
+ * Creates a project (POST /v1/projects). @param body `{ name, description?, archived? }`.
+ * @returns Project JSON. Effects: actee + project rows; audit `project.create` `{ data }`.
+ * @throws 401.2/403.1 without project.create; 400.2 no name; 400.11 wrong types.
+ */
+export async function createProject(ctx: Ctx, body: unknown): Promise<ProjectJson> {
+  await canOrReject(ctx, 'project.create', speciesActee(species.project));
+  const input = parseInput(CreateProjectInput, body);
+  return withTx(ctx, async (tx) => {
+    const acteeId = crypto.randomUUID();
+    await tx.db.insert(actees).values({ id: acteeId, species: species.project });
+    const [row] = await tx.db
+      .insert(projects)
+      .values({ name: input.name, description: input.description ?? null, archived: input.archived ?? null, acteeId })
+      .returning();
+    await audit(tx, tx, 'project.create', acteeId, { data: input });
+    return projectJson(row!);
+  });
+}
+
+/**
+ * Updates some of name, description, archived (PATCH /v1/projects/{id}).
+ * @returns Project JSON. Effects: row update, updatedAt; audit `project.update` `{ data }`.
+ * @throws 404.1; 403.1 without project.update; 400.x bad body.
+ */
+export async function patchProject(ctx: Ctx, id: number, body: unknown): Promise<ProjectJson> {
+  return withTx(ctx, async (tx) => {
+    const project = await getProjectOrNotFound(tx, id);
+    await canOrReject(tx, 'project.update', projectActee(project));
+    const input = parseInput(PatchProjectInput, body);
+    const [row] = await tx.db.update(projects).set({ ...input, updatedAt: new Date() }).where(eq(projects.id, id)).returning();
+    await audit(tx, tx, 'project.update', project.acteeId, { data: input });
+    return projectJson(row!);
+  });
+}
+
+/**
+ * Replaces a project's metadata and, optionally, its forms' states and assignments (PUT
+ * /v1/projects/{id}, spec Projects: true PUT semantics; omitted description/archived are nulled).
+ * `forms` must list exactly the project's live forms; a listed form's `assignments`, when given,
+ * become its complete set of form assignments. All in one transaction.
+ * @returns Project JSON. Effects: project, form states, assignments; audits `project.update`,
+ *   `form.update` per changed state, `*.assignment.create` / `*.assignment.delete`.
+ * @throws 404.1; 403.1 without project.update (and form.update / assignment rights for forms);
+ *   400.2 no name; 400.8 a form listed twice; 501.2 forms not the full set; 400.14 unknown role or actor.
+ */
+export async function putProject(ctx: Ctx, id: number, body: unknown): Promise<ProjectJson> {
+  return withTx(ctx, async (tx) => {
+    const project = await getProjectOrNotFound(tx, id);
+    await canOrReject(tx, 'project.update', projectActee(project));
+    const input = parseInput(PutProjectInput, body);
+    const data = { name: input.name, description: input.description ?? null, archived: input.archived ?? null };
+    const [row] = await tx.db.update(projects).set({ ...data, updatedAt: new Date() }).where(eq(projects.id, id)).returning();
+    await audit(tx, tx, 'project.update', project.acteeId, { data });
+    if (input.forms) await putForms(tx, project, input.forms);
+    return projectJson(row!);
+  });
+}
+
+type PutForm = NonNullable<z.infer<typeof PutProjectInput>['forms']>[number];
+
+async function putForms(tx: Ctx, project: ProjectRow, listed: PutForm[]): Promise<void> {
+  const seen = new Set<string>();
+  for (const f of listed) {
+    if (seen.has(f.xmlFormId)) {
+      throw problems.user.unexpectedValue({ field: 'xmlFormId', value: f.xmlFormId, reason: 'a form may be listed only once.' });
+    }
+    seen.add(f.xmlFormId);
+  }
+  const live = await tx.db.select().from(forms).where(and(eq(forms.projectId, project.id), isNull(forms.deletedAt)));
+  if (live.length !== listed.length || !live.every((f) => seen.has(f.xmlFormId))) throw problems.internal.unexpectedFormsList();
+  const byId = new Map(live.map((f) => [f.xmlFormId, f]));
+  for (const f of listed) {
+    const form = byId.get(f.xmlFormId)!;
+    const formActee: ActeeRef = { acteeId: form.acteeId, species: species.form, parents: [project.acteeId] };
+    if (f.state != null && f.state !== form.state) {
+      await canOrReject(tx, 'form.update', formActee);
+      await tx.db.update(forms).set({ state: f.state, updatedAt: new Date() }).where(eq(forms.id, form.id));
+      await audit(tx, tx, 'form.update', form.acteeId, { data: { state: f.state } });
+    }
+    if (f.assignments != null) await replaceFormAssignments(tx, formActee, f.assignments);
+  }
+}
+
+async function replaceFormAssignments(tx: Ctx, formActee: ActeeRef, wanted: Array<{ roleId: number; actorId: number }>): Promise<void> {
+  const current = await tx.db.select().from(assignments).where(eq(assignments.acteeId, formActee.acteeId));
+  const key = (a: { roleId: number; actorId: number }) => `${a.roleId}:${a.actorId}`;
+  const wantedKeys = new Set(wanted.map(key));
+  const currentKeys = new Set(current.map(key));
+  for (const a of current) {
+    if (wantedKeys.has(key(a))) continue;
+    await canOrReject(tx, 'assignment.delete', formActee);
+    await tx.db.delete(assignments).where(and(eq(assignments.acteeId, formActee.acteeId), eq(assignments.roleId, a.roleId), eq(assignments.actorId, a.actorId)));
+    const [actor] = await tx.db.select().from(actors).where(eq(actors.id, a.actorId));
+    await audit(tx, tx, `${actor!.type}.assignment.delete`, actor!.acteeId, { roleId: a.roleId, revokedActeeId: formActee.acteeId });
+  }
+  for (const a of wanted) {
+    if (currentKeys.has(key(a))) continue;
+    currentKeys.add(key(a));
+    await canOrReject(tx, 'assignment.create', formActee);
+    const [role] = await tx.db.select().from(roles).where(eq(roles.id, a.roleId));
+    if (!role) throw problems.user.keyDoesNotExist({ field: 'roleId', value: a.roleId, table: 'roles' });
+    const [actor] = await tx.db.select().from(actors).where(and(eq(actors.id, a.actorId), isNull(actors.deletedAt)));
+    if (!actor) throw problems.user.keyDoesNotExist({ field: 'actorId', value: a.actorId, table: 'actors' });
+    await canAssignRole(tx, role, formActee);
+    await tx.db.insert(assignments).values({ actorId: a.actorId, roleId: a.roleId, acteeId: formActee.acteeId });
+    await audit(tx, tx, `${actor.type}.assignment.create`, actor.acteeId, { roleId: a.roleId, grantedActeeId: formActee.acteeId });
+  }
+}
+
+/**
+ * Deletes a project (DELETE /v1/projects/{id}): soft, it becomes inaccessible; its forms are kept.
+ * Effects: projects.deletedAt; audit `project.delete`. @throws 404.1; 403.1 without project.delete.
+ */
+export async function deleteProject(ctx: Ctx, id: number): Promise<void> {
+  await withTx(ctx, async (tx) => {
+    const project = await getProjectOrNotFound(tx, id);
+    await canOrReject(tx, 'project.delete', projectActee(project));
+    await tx.db.update(projects).set({ deletedAt: new Date() }).where(eq(projects.id, id));
+    await audit(tx, tx, 'project.delete', project.acteeId, null);
+  });
+}

@@ -1,0 +1,60 @@
+import { createReadStream } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import type { BlobStore } from '../blobs/store';
+import { isBlobKey } from '../blobs/store';
+
+/**
+ * The embedded default BlobStore: files under `root` (DATA_DIR/blobs), fanned out by the first two
+ * hex characters of the key. Node only. Writes go to a temporary name and are renamed into place,
+ * so a reader never sees a half-written file.
+ */
+export function createFsBlobStore(root: string): BlobStore {
+  const pathOf = (key: string) => {
+    if (!isBlobKey(key)) throw new Error(`invalid blob key ${key}`);
+    return join(root, key.slice(0, 2), key);
+  };
+  return {
+    kind: 'fs',
+    async put(key, body) {
+      const path = pathOf(key);
+      await mkdir(join(root, key.slice(0, 2)), { recursive: true });
+      const tmp = `${path}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`;
+      await writeFile(tmp, body);
+      await rename(tmp, path);
+    },
+    async get(key) {
+      const path = pathOf(key);
+      try {
+        await stat(path);
+      } catch {
+        return null;
+      }
+      return Readable.toWeb(createReadStream(path)) as unknown as ReadableStream<Uint8Array>;
+    },
+    async has(key) {
+      try {
+        await stat(pathOf(key));
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async delete(key) {
+      await rm(pathOf(key), { force: true });
+    },
+    async *list() {
+      let dirs: string[];
+      try {
+        dirs = await readdir(root);
+      } catch {
+        return;
+      }
+      for (const d of dirs.sort()) {
+        if (!/^[0-9a-f]{2}$/.test(d)) continue;
+        for (const f of (await readdir(join(root, d))).sort()) if (isBlobKey(f)) yield f;
+      }
+    },
+  };
+}

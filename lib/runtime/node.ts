@@ -1,0 +1,86 @@
+import { PGlite } from '@electric-sql/pglite';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+import * as schema from '../../drizzle/schema';
+import { createS3BlobStore } from '../blobs/s3';
+import type { BlobStore } from '../blobs/store';
+import type { Config } from '../config';
+import type { Deps } from '../context';
+import type { Db } from '../db/client';
+import { createLogger } from '../log';
+import { syncSystemRoles } from '../roles';
+import { createFsBlobStore } from './fs-blobs';
+
+export const migrationsFolder = fileURLToPath(new URL('../../drizzle/migrations', import.meta.url));
+
+/** A database handle with the way to migrate and close it. */
+export interface NodeDatabase {
+  db: Db;
+  kind: 'postgres' | 'pglite';
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the database the config names: PostgreSQL through postgres.js when DATABASE_URL is set,
+ * else embedded PGlite persisted in DATA_DIR/db (`memory://` keeps it in memory, for tests).
+ * Node and Lambda only.
+ */
+export function openDatabase(config: Config, opts: { pgliteDir?: string } = {}): NodeDatabase {
+  if (config.DATABASE_URL) {
+    const client = postgres(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, onnotice: () => {} });
+    const db = drizzlePostgres(client, { schema }) as unknown as Db;
+    return {
+      db,
+      kind: 'postgres',
+      async migrate() {
+        await migratePostgres(db as never, { migrationsFolder });
+        await syncSystemRoles(db);
+      },
+      close: () => client.end({ timeout: 5 }),
+    };
+  }
+  const dir = opts.pgliteDir ?? join(config.DATA_DIR, 'db');
+  if (!dir.startsWith('memory://')) mkdirSync(resolve(dir), { recursive: true });
+  const client = new PGlite(dir.startsWith('memory://') ? dir : resolve(dir));
+  const db = drizzlePglite(client, { schema }) as unknown as Db;
+  return {
+    db,
+    kind: 'pglite',
+    async migrate() {
+      await migratePglite(db as never, { migrationsFolder });
+      await syncSystemRoles(db);
+    },
+    close: () => client.close(),
+  };
+}
+
+/** The blob store the config names: S3 when S3_BUCKET is set, else files in DATA_DIR/blobs. */
+export function openBlobStore(config: Config): BlobStore {
+  if (config.S3_BUCKET) {
+    return createS3BlobStore({
+      bucket: config.S3_BUCKET,
+      region: config.S3_REGION,
+      forcePathStyle: config.S3_FORCE_PATH_STYLE,
+      ...(config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT } : {}),
+      ...(config.S3_ACCESS_KEY_ID ? { accessKeyId: config.S3_ACCESS_KEY_ID } : {}),
+      ...(config.S3_SECRET_ACCESS_KEY ? { secretAccessKey: config.S3_SECRET_ACCESS_KEY } : {}),
+    });
+  }
+  return createFsBlobStore(resolve(config.DATA_DIR, 'blobs'));
+}
+
+/**
+ * Everything a Node process (local server, CLI, Lambda) needs, built once.
+ * @returns Deps plus the database handle (to migrate and close).
+ */
+export function createNodeDeps(config: Config): Deps & { database: NodeDatabase } {
+  const database = openDatabase(config);
+  return { db: database.db, blobs: openBlobStore(config), config, log: createLogger(config.LOG_LEVEL), database };
+}

@@ -1,0 +1,140 @@
+import { and, eq, gt, isNull } from 'drizzle-orm';
+import { actors, fieldKeys, projects, sessions } from '../../drizzle/schema';
+import { toActor } from '../actors';
+import { audit } from '../audits/log';
+import { sha256Hex } from '../blobs/hash';
+import { canOrReject } from '../authz/can';
+import { withTx, type Actor, type Ctx, type SessionInfo } from '../context';
+import { problems } from '../problem';
+import { parseInput } from '../validation';
+import { verifyUserPassword } from '../users/passwords';
+import { generateToken, isValidToken } from './tokens';
+import { z } from 'zod';
+
+export { generateToken, isValidToken };
+
+/** Session JSON as POST /v1/sessions answers it (central-api.yaml, Logging in). */
+export interface SessionJson {
+  createdAt: string;
+  expiresAt: string;
+  token: string;
+  csrf: string;
+}
+
+/** App User sessions never expire on their own (Central: year 9999); they end by revocation. */
+export const NEVER = new Date('9999-12-31T23:59:59.000Z');
+
+/**
+ * Creates a session for an actor.
+ * @param expiresAt when it ends (web users: now + SESSION_LIFETIME_HOURS; App Users: NEVER).
+ * @returns the clear token (shown once) with csrf and times. Effects: inserts a sessions row holding
+ *   only the token's SHA-256.
+ */
+export async function createSession(ctx: Ctx, actorId: number, expiresAt: Date): Promise<SessionJson> {
+  const token = generateToken();
+  const csrf = generateToken();
+  const [row] = await ctx.db
+    .insert(sessions)
+    .values({ tokenHash: sha256Hex(token), actorId, csrf, expiresAt })
+    .returning();
+  return { createdAt: row!.createdAt.toISOString(), expiresAt: row!.expiresAt.toISOString(), token, csrf };
+}
+
+/**
+ * Looks a presented token up: the live, unexpired session and its live actor.
+ * @returns null for malformed, unknown, expired or deleted-actor tokens. Reads only.
+ */
+export async function findSession(ctx: Ctx, token: string): Promise<{ actor: Actor; session: SessionInfo } | null> {
+  if (!isValidToken(token)) return null;
+  const [row] = await ctx.db
+    .select({ s: sessions, a: actors })
+    .from(sessions)
+    .innerJoin(actors, eq(actors.id, sessions.actorId))
+    .where(and(eq(sessions.tokenHash, sha256Hex(token)), gt(sessions.expiresAt, new Date()), isNull(actors.deletedAt)));
+  if (!row) return null;
+  return {
+    actor: toActor(row.a),
+    session: { tokenHash: row.s.tokenHash, token, csrf: row.s.csrf, createdAt: row.s.createdAt, expiresAt: row.s.expiresAt },
+  };
+}
+
+export const LoginInput = z.object({ email: z.string(), password: z.string() });
+
+/**
+ * Logs a web user in (POST /v1/sessions).
+ * @param body `{ email, password }` as sent.
+ * @returns SessionJson. Effects: a sessions row; audit `user.session.create` `{ userAgent }`.
+ * @throws Problem 400.3 when email or password is missing; 401.2 on any wrong credential (never
+ *   saying which part).
+ */
+export async function logIn(ctx: Ctx, body: unknown, userAgent: string | null): Promise<SessionJson> {
+  const raw = (body != null && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+  if (raw.email == null || raw.password == null || raw.email === '' || raw.password === '') {
+    const got: Record<string, unknown> = {};
+    if (raw.email != null) got.email = raw.email;
+    if (raw.password != null) got.password = raw.password;
+    throw problems.user.missingParameters({ expected: ['email', 'password'], got });
+  }
+  const { email, password } = parseInput(LoginInput, raw);
+  const user = await verifyUserPassword(ctx, email, password);
+  if (!user) throw problems.user.authenticationFailed();
+  return withTx(ctx, async (tx) => {
+    const expires = new Date(Date.now() + tx.config.SESSION_LIFETIME_HOURS * 3_600_000);
+    const session = await createSession(tx, user.id, expires);
+    await audit(tx, { ...tx, auth: { actor: user, session: null, via: 'basic' } }, 'user.session.create', user.acteeId, { userAgent });
+    return session;
+  });
+}
+
+/**
+ * Ends a session by its token (DELETE /v1/sessions/{token}): logging out, or revoking an App User.
+ * @throws Problem 403.1 when the token matches no session (Central does not say whether it exists)
+ *   or the actor may not end it (`session.end` on its owner; a user may end its own).
+ * Effects: deletes the session; for App Users and public links clears the shown token and audits
+ *   `field_key.session.end` / `public_link.session.end` (user logouts are not audited, as Central).
+ */
+export async function endSession(ctx: Ctx, token: string): Promise<void> {
+  await withTx(ctx, async (tx) => {
+    const found = await findSession(tx, token);
+    if (!found) throw problems.user.insufficientRights();
+    const { actor } = found;
+    const parents = actor.type === 'field_key' ? await fieldKeyParents(tx, actor.id) : [];
+    await canOrReject(tx, 'session.end', { acteeId: actor.acteeId, species: actor.type, parents });
+    await tx.db.delete(sessions).where(eq(sessions.tokenHash, found.session.tokenHash));
+    if (actor.type === 'field_key') {
+      await tx.db.update(fieldKeys).set({ token: null }).where(eq(fieldKeys.actorId, actor.id));
+    }
+    if (actor.type !== 'user') await audit(tx, tx, `${actor.type}.session.end`, actor.acteeId, null);
+  });
+}
+
+/**
+ * Ends the session the request authenticated with (DELETE /v1/sessions/current).
+ * @throws Problem 404.1 when the request did not use a session (Basic auth); 401.2 when anonymous.
+ * Effects: deletes that session row.
+ */
+export async function endCurrentSession(ctx: Ctx): Promise<void> {
+  if (ctx.auth.actor == null) throw problems.user.authenticationFailed();
+  const s = ctx.auth.session;
+  if (s == null) throw problems.user.notFound();
+  await ctx.db.delete(sessions).where(eq(sessions.tokenHash, s.tokenHash));
+}
+
+/**
+ * The current cookie session (GET /v1/sessions/restore), for a browser reloading the UI.
+ * @returns SessionJson (its token is the one the cookie carries). @throws Problem 401.2 without one.
+ */
+export function restoreSession(ctx: Ctx): SessionJson {
+  const s = ctx.auth.session;
+  if (ctx.auth.via !== 'cookie' || s == null) throw problems.user.authenticationFailed();
+  return { createdAt: s.createdAt.toISOString(), expiresAt: s.expiresAt.toISOString(), token: s.token, csrf: s.csrf };
+}
+
+async function fieldKeyParents(ctx: Ctx, actorId: number): Promise<string[]> {
+  const [row] = await ctx.db
+    .select({ acteeId: projects.acteeId })
+    .from(fieldKeys)
+    .innerJoin(projects, eq(projects.id, fieldKeys.projectId))
+    .where(eq(fieldKeys.actorId, actorId));
+  return row ? [row.acteeId] : [];
+}
