@@ -1,6 +1,6 @@
 import { asc, eq } from 'drizzle-orm';
-import { roles, type RoleRow } from '../../drizzle/schema';
-import { systemRoles } from '../authz/verbs';
+import { actees, roles, type RoleRow } from '../../drizzle/schema';
+import { species, systemRoles } from '../authz/verbs';
 import type { Ctx } from '../context';
 import type { Db } from '../db/client';
 import { iso } from '../actors';
@@ -39,13 +39,20 @@ export async function getRole(ctx: Ctx, idOrSystem: string) {
   return roleJson(await getRoleOrNotFound(ctx, idOrSystem));
 }
 
+/** Species actees that must exist for assignments on them ('*' for site-wide grants). */
+const systemActees = [...Object.values(species), 'public_link', 'singleUse', 'submission', 'dataset'];
+
 /**
- * Makes the system roles in the database match lib/authz/verbs.ts (names and verbs), inserting any
- * that are missing in their fixed order. Run after migrations; idempotent.
- * Effects: inserts/updates `roles` rows.
+ * Makes the system rows match the code: the species actees ('*', 'project', …) and the system roles
+ * of lib/authz/verbs.ts (names and verbs), inserting missing roles in their fixed order. Run after
+ * migrations; idempotent. Effects: inserts/updates `actees` and `roles` rows.
  */
 export async function syncSystemRoles(db: Db): Promise<void> {
   await db.transaction(async (tx) => {
+    await tx
+      .insert(actees)
+      .values([...new Set(systemActees)].map((id) => ({ id, species: 'species' })))
+      .onConflictDoNothing();
     const existing = await tx.select().from(roles);
     const bySystem = new Map(existing.map((r) => [r.system, r]));
     for (const def of systemRoles) {
