@@ -1,0 +1,22 @@
+/**
+ * Runs once before all test files. With DATABASE_URL (CI, real PostgreSQL): apply migrations and
+ * seed the fixtures once, so parallel test files share a ready database. Without it each test file
+ * builds its own in-memory PGlite (test/setup/db.ts).
+ */
+import { createLogger } from '../../lib/log';
+import { openDatabase } from '../../lib/runtime/node';
+import { createFsBlobStore } from '../../lib/runtime/fs-blobs';
+import { testConfig } from './config';
+import { seedFixtures } from './seed';
+
+export default async function setup() {
+  const config = testConfig();
+  if (!config.DATABASE_URL) return;
+  const database = openDatabase(config);
+  try {
+    await database.migrate();
+    await seedFixtures({ db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore('/tmp/fieldbase-unused') });
+  } finally {
+    await database.close();
+  }
+}
