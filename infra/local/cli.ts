@@ -34,7 +34,7 @@ async function main(): Promise<number> {
     if (!v) throw new Error(`--${name} is required for ${command}`);
     return v;
   };
-  const deps = createNodeDeps(loadConfig(processEnv()));
+  const deps = await createNodeDeps(loadConfig(processEnv()));
   try {
     await deps.database.migrate();
     const ctx = systemCtx(deps);

@@ -3,7 +3,7 @@ import { loadConfig, processEnv } from '../../lib/runtime/env';
 import { openDatabase } from '../../lib/runtime/node';
 
 const config = loadConfig(processEnv());
-const database = openDatabase(config);
+const database = await openDatabase(config);
 try {
   await database.migrate();
   console.log(`Migrations applied (${database.kind}).`);

@@ -22,7 +22,7 @@ async function main() {
     }
     throw err;
   }
-  const deps = createNodeDeps(config);
+  const deps = await createNodeDeps(config);
   await deps.database.migrate();
   const admin = await ensureFirstAdmin(systemCtx(deps));
   const app = withDeps(localApp(), () => ({ deps }));

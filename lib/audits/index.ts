@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, inArray, lte, notInArray, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gte, inArray, lt, notInArray, type SQL } from 'drizzle-orm';
 import { actors, audits, projects, type AuditRow } from '../../drizzle/schema';
 import { actorJson, type ActorJson } from '../actors';
 import { canOrReject, speciesActee } from '../authz/can';
@@ -54,14 +54,17 @@ const auditJson = (a: AuditRow) => ({
 
 function parseTime(field: string, value: string | undefined): Date | undefined {
   if (value == null || value === '') return undefined;
-  const d = new Date(value);
+  let d = new Date(value);
+  // ISO 8601 offsets JavaScript does not read but Central (PostgreSQL) does: '2000-01-01+08', '…T12:12:12+0800'.
+  const m = /^(\d{4}-\d\d-\d\d)(?:[T ](\d\d:\d\d(?::\d\d(?:\.\d+)?)?))?([+-]\d\d)(?::?(\d\d))?$/i.exec(value);
+  if (Number.isNaN(d.getTime()) && m) d = new Date(`${m[1]}T${m[2] ?? '00:00:00'}${m[3]}:${m[4] ?? '00'}`);
   if (Number.isNaN(d.getTime())) throw problems.user.invalidDataTypeOfParameter({ field, expected: 'timestamp' });
   return d;
 }
 
 /**
  * The server audit log (GET /v1/audits), newest first.
- * @param q action (exact, a group name, or `nonverbose`), start/end (ISO timestamps, inclusive),
+ * @param q action (exact, a group name, or `nonverbose`), start (inclusive) / end (exclusive) ISO timestamps,
  *   limit/offset. Extended adds `actor` and `actee` (the user, App User or project acted on).
  * @throws 401.2/403.1 without audit.read; 400.11 for an unparseable start/end.
  */
@@ -74,7 +77,7 @@ export async function listAudits(ctx: Ctx, q: AuditQuery, extended: boolean): Pr
   const start = parseTime('start', q.start);
   const end = parseTime('end', q.end);
   if (start) where.push(gte(audits.loggedAt, start));
-  if (end) where.push(lte(audits.loggedAt, end));
+  if (end) where.push(lt(audits.loggedAt, end)); // Central: start inclusive, end exclusive
   let query = ctx.db.select().from(audits).where(and(...where)).orderBy(desc(audits.loggedAt), desc(audits.id)).$dynamic();
   if (q.limit != null) query = query.limit(q.limit);
   if (q.offset != null) query = query.offset(q.offset);

@@ -77,9 +77,15 @@ export function groupApp() {
     if (!deps) throw new Error('group app called without deps (wrap it with withDeps)');
     const ctx: Ctx = { ...deps, auth: { actor: null, session: null, via: 'anonymous' }, requestId, system: false };
     c.set('ctx', ctx);
-    await authenticate(c, ctx);
-    await next();
+    try {
+      await authenticate(c, ctx);
+      await next();
+    } catch (err) {
+      c.res = renderError(err, c); // here, so error responses get the headers below too
+    }
     c.header('X-Request-Id', requestId);
+    // Central (Express) answers JSON as 'application/json; charset=utf-8'.
+    if (c.res.headers.get('content-type') === 'application/json') c.header('Content-Type', 'application/json; charset=utf-8');
   });
   app.onError(renderError);
   app.notFound((c) => {

@@ -12,7 +12,7 @@ import { CSRF_COOKIE, SESSION_COOKIE } from './auth';
 export function setSessionCookies(c: Context<AppEnv>, session: SessionJson): void {
   const expires = new Date(session.expiresAt);
   setCookie(c, SESSION_COOKIE, session.token, { path: '/', expires, httpOnly: true, secure: true, sameSite: 'Strict', prefix: undefined });
-  setCookie(c, CSRF_COOKIE, encodeURIComponent(session.csrf), { path: '/', expires, secure: true, sameSite: 'Strict' });
+  setCookie(c, CSRF_COOKIE, session.csrf, { path: '/', expires, secure: true, sameSite: 'Strict' });
 }
 
 /** Clears both cookies (logout). */

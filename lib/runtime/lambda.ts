@@ -4,12 +4,12 @@ import { withDeps, type FetchApp } from './entry';
 import { loadConfig, processEnv } from './env';
 import { createNodeDeps } from './node';
 
-let shared: Deps | null = null;
+let shared: Promise<Deps> | null = null;
 
 /** Deps shared by every invocation of one Lambda instance (a pooled postgres.js client). */
-function lambdaDeps(): { deps: Deps } {
+function lambdaDeps(): Promise<Deps> {
   shared ??= createNodeDeps(loadConfig(processEnv()));
-  return { deps: shared };
+  return shared;
 }
 
 /**
@@ -17,8 +17,10 @@ function lambdaDeps(): { deps: Deps } {
  * Migrations are not run here: run `npm run db:migrate` as a deploy step.
  */
 export function lambdaApp(app: FetchApp): Hono {
-  const wrapped = withDeps(app, lambdaDeps);
   const outer = new Hono();
-  outer.all('*', (c) => wrapped.fetch(c.req.raw, c.env));
+  outer.all('*', async (c) => {
+    const deps = await lambdaDeps();
+    return withDeps(app, () => ({ deps })).fetch(c.req.raw, c.env);
+  });
   return outer;
 }

@@ -1,6 +1,3 @@
-import { PGlite } from '@electric-sql/pglite';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import { mkdirSync } from 'node:fs';
@@ -30,9 +27,9 @@ export interface NodeDatabase {
 /**
  * Opens the database the config names: PostgreSQL through postgres.js when DATABASE_URL is set,
  * else embedded PGlite persisted in DATA_DIR/db (`memory://` keeps it in memory, for tests).
- * Node and Lambda only.
+ * Node and Lambda only. PGlite is loaded on demand, so a Lambda bundle need not ship it.
  */
-export function openDatabase(config: Config, opts: { pgliteDir?: string } = {}): NodeDatabase {
+export async function openDatabase(config: Config, opts: { pgliteDir?: string } = {}): Promise<NodeDatabase> {
   if (config.DATABASE_URL) {
     const client = postgres(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, onnotice: () => {} });
     const db = drizzlePostgres(client, { schema }) as unknown as Db;
@@ -48,6 +45,9 @@ export function openDatabase(config: Config, opts: { pgliteDir?: string } = {}):
   }
   const dir = opts.pgliteDir ?? join(config.DATA_DIR, 'db');
   if (!dir.startsWith('memory://')) mkdirSync(resolve(dir), { recursive: true });
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { drizzle: drizzlePglite } = await import('drizzle-orm/pglite');
+  const { migrate: migratePglite } = await import('drizzle-orm/pglite/migrator');
   const client = new PGlite(dir.startsWith('memory://') ? dir : resolve(dir));
   const db = drizzlePglite(client, { schema }) as unknown as Db;
   return {
@@ -80,7 +80,7 @@ export function openBlobStore(config: Config): BlobStore {
  * Everything a Node process (local server, CLI, Lambda) needs, built once.
  * @returns Deps plus the database handle (to migrate and close).
  */
-export function createNodeDeps(config: Config): Deps & { database: NodeDatabase } {
-  const database = openDatabase(config);
+export async function createNodeDeps(config: Config): Promise<Deps & { database: NodeDatabase }> {
+  const database = await openDatabase(config);
   return { db: database.db, blobs: openBlobStore(config), config, log: createLogger(config.LOG_LEVEL), database };
 }

@@ -26,7 +26,7 @@ let shared: Promise<TestDatabase> | null = null;
 export function testDatabase(): Promise<TestDatabase> {
   shared ??= (async () => {
     const config = testConfig();
-    const database = openDatabase(config, { pgliteDir: 'memory://' });
+    const database = await openDatabase(config, { pgliteDir: 'memory://' });
     if (database.kind === 'pglite') await database.migrate();
     const blobs = createFsBlobStore(mkdtempSync(join(tmpdir(), 'fieldbase-blobs-')));
     const deps: Deps = { db: database.db, blobs, config, log: createLogger('silent') };

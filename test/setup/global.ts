@@ -12,7 +12,7 @@ import { seedFixtures } from './seed';
 export default async function setup() {
   const config = testConfig();
   if (!config.DATABASE_URL) return;
-  const database = openDatabase(config);
+  const database = await openDatabase(config);
   try {
     await database.migrate();
     await seedFixtures({ db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore('/tmp/fieldbase-unused') });

@@ -1,0 +1,22 @@
+/**
+ * AWS Lambda: one function per endpoint group, built from functions/<group>/lambda.ts by
+ * infra/aws/build.ts. An API Gateway HTTP API (or a CloudFront behaviour per pattern) routes to them
+ * in the order of lib/http/route-table.ts; `$default` can point at a small function that runs the
+ * same dispatcher. Settings below are what the build and the deployment template read.
+ */
+export interface LambdaFunction {
+  group: string;
+  entry: string;
+  memoryMb: number;
+  timeoutSeconds: number;
+  /** Response streaming (hono/aws-lambda streamHandle): the exports group, later. */
+  streaming: boolean;
+}
+
+export const lambdaFunctions: LambdaFunction[] = [
+  { group: 'projects', entry: 'functions/projects/lambda.ts', memoryMb: 512, timeoutSeconds: 15, streaming: false },
+  { group: 'assignments', entry: 'functions/assignments/lambda.ts', memoryMb: 512, timeoutSeconds: 15, streaming: false },
+  // bcrypt at cost 12 is CPU-bound: more memory buys more CPU on Lambda.
+  { group: 'users', entry: 'functions/users/lambda.ts', memoryMb: 1024, timeoutSeconds: 15, streaming: false },
+  { group: 'audits', entry: 'functions/audits/lambda.ts', memoryMb: 512, timeoutSeconds: 30, streaming: false },
+];
