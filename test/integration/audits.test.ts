@@ -179,10 +179,9 @@ describe('GET /v1/audits: rows', () => {
     const project = await createProject(h, 'Extended');
     const [row] = await list(h, '?action=project.create&limit=1', { 'X-Extended-Metadata': 'true' });
     expect(Object.keys(row!)).toEqual([...auditKeys, 'actor', 'actee']);
-    expect(row!.actor).toEqual(await json(await h.get('/v1/users/current', { as: 'alice' })).then((u) => ({
-      id: h.ids.alice, type: 'user', displayName: u.displayName, createdAt: u.createdAt, updatedAt: u.updatedAt, deletedAt: u.deletedAt,
-    })));
-    expect(row!.actor).toMatchObject({ id: h.ids.alice, type: 'user', displayName: 'alice' });
+    expect(row!.actor).toEqual({
+      id: h.ids.alice, type: 'user', displayName: 'alice', createdAt: expect.any(String), updatedAt: null, deletedAt: null,
+    });
     expect(row!.actee).toEqual(project);
 
     const user = await createUser(h, 'extended@getodk.org');
