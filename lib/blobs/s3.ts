@@ -8,6 +8,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
+import type { Config } from '../config';
 import type { BlobStore } from './store';
 
 export interface S3StoreOptions {
@@ -82,4 +83,20 @@ export function createS3BlobStore(opts: S3StoreOptions): BlobStore {
       } while (ContinuationToken);
     },
   };
+}
+
+/**
+ * The S3 store the config names (S3_BUCKET, S3_ENDPOINT, S3_REGION, credentials, path style).
+ * @throws Error when S3_BUCKET is unset (callers check first).
+ */
+export function s3BlobStoreFromConfig(config: Config): BlobStore {
+  if (!config.S3_BUCKET) throw new Error('S3_BUCKET is not set');
+  return createS3BlobStore({
+    bucket: config.S3_BUCKET,
+    region: config.S3_REGION,
+    forcePathStyle: config.S3_FORCE_PATH_STYLE,
+    ...(config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT } : {}),
+    ...(config.S3_ACCESS_KEY_ID ? { accessKeyId: config.S3_ACCESS_KEY_ID } : {}),
+    ...(config.S3_SECRET_ACCESS_KEY ? { secretAccessKey: config.S3_SECRET_ACCESS_KEY } : {}),
+  });
 }

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import * as schema from '../../drizzle/schema';
-import { createS3BlobStore } from '../blobs/s3';
+import { s3BlobStoreFromConfig } from '../blobs/s3';
 import type { BlobStore } from '../blobs/store';
 import type { Config } from '../config';
 import type { Deps } from '../context';
@@ -63,16 +63,7 @@ export async function openDatabase(config: Config, opts: { pgliteDir?: string } 
 
 /** The blob store the config names: S3 when S3_BUCKET is set, else files in DATA_DIR/blobs. */
 export function openBlobStore(config: Config): BlobStore {
-  if (config.S3_BUCKET) {
-    return createS3BlobStore({
-      bucket: config.S3_BUCKET,
-      region: config.S3_REGION,
-      forcePathStyle: config.S3_FORCE_PATH_STYLE,
-      ...(config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT } : {}),
-      ...(config.S3_ACCESS_KEY_ID ? { accessKeyId: config.S3_ACCESS_KEY_ID } : {}),
-      ...(config.S3_SECRET_ACCESS_KEY ? { secretAccessKey: config.S3_SECRET_ACCESS_KEY } : {}),
-    });
-  }
+  if (config.S3_BUCKET) return s3BlobStoreFromConfig(config);
   return createFsBlobStore(resolve(config.DATA_DIR, 'blobs'));
 }
 

@@ -1,7 +1,7 @@
 import { drizzle } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import * as schema from '../../drizzle/schema';
-import { createS3BlobStore } from '../blobs/s3';
+import { s3BlobStoreFromConfig } from '../blobs/s3';
 import type { Deps } from '../context';
 import type { Db } from '../db/client';
 import { createLogger } from '../log';
@@ -22,13 +22,6 @@ export function createWorkerDeps(env: Record<string, unknown>): { deps: Deps; do
   // One connection per request: Workers cannot share sockets across requests.
   const client = postgres(config.DATABASE_URL, { max: 1, fetch_types: false, prepare: false });
   const db = drizzle(client, { schema }) as unknown as Db;
-  const blobs = createS3BlobStore({
-    bucket: config.S3_BUCKET,
-    region: config.S3_REGION,
-    forcePathStyle: config.S3_FORCE_PATH_STYLE,
-    ...(config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT } : {}),
-    ...(config.S3_ACCESS_KEY_ID ? { accessKeyId: config.S3_ACCESS_KEY_ID } : {}),
-    ...(config.S3_SECRET_ACCESS_KEY ? { secretAccessKey: config.S3_SECRET_ACCESS_KEY } : {}),
-  });
+  const blobs = s3BlobStoreFromConfig(config);
   return { deps: { db, blobs, config, log: createLogger(config.LOG_LEVEL) }, done: () => client.end({ timeout: 5 }) };
 }
