@@ -1,10 +1,10 @@
 /** App Users (field keys): P/app-users[/:actorId]. */
-import { groupApp, isExtended, success } from '../../lib/http/app';
+import { isExtended, newApp, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
 import { intParam, projectId } from '../../lib/http/params';
 import * as appUsers from '../../lib/app-users';
 
-export const appUsersRoutes = groupApp()
+export const appUsersRoutes = newApp()
   .get('/v1/projects/:projectId/app-users', async (c) =>
     c.json(await appUsers.listAppUsers(c.var.ctx, projectId(c), isExtended(c))))
   .post('/v1/projects/:projectId/app-users', async (c) =>

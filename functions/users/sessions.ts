@@ -1,11 +1,11 @@
 /** Sessions: log in (sets the session and CSRF cookies), restore, log out. */
-import { groupApp, success } from '../../lib/http/app';
+import { newApp, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
 import { clearSessionCookies, setSessionCookies } from '../../lib/http/cookies';
 import { stringParam } from '../../lib/http/params';
 import * as sessions from '../../lib/sessions';
 
-export const sessionsRoutes = groupApp()
+export const sessionsRoutes = newApp()
   .post('/v1/sessions', async (c) => {
     const session = await sessions.logIn(c.var.ctx, await jsonBody(c), c.req.header('user-agent') ?? null);
     setSessionCookies(c, session);

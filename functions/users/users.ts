@@ -1,10 +1,10 @@
 /** Users: /v1/users[/:actorId|current][/password]. */
-import { groupApp, isExtended, success } from '../../lib/http/app';
+import { isExtended, newApp, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
 import { intParam } from '../../lib/http/params';
 import * as users from '../../lib/users';
 
-export const usersRoutes = groupApp()
+export const usersRoutes = newApp()
   .get('/v1/users', async (c) => c.json(await users.listUsers(c.var.ctx, c.req.query('q'))))
   .post('/v1/users', async (c) => c.json(await users.createUser(c.var.ctx, await jsonBody(c))))
   .get('/v1/users/current', async (c) => c.json(await users.getCurrentUser(c.var.ctx, isExtended(c))))

@@ -106,7 +106,8 @@ export async function harness(configOverrides: Partial<Config> = {}): Promise<Ha
     }
     const url = new URL(path, 'http://localhost');
     if (opts.as != null && typeof opts.as === 'object' && 'key' in opts.as) {
-      url.pathname = url.pathname.replace(/^\/v1\//, `/v1/key/${opts.as.key}/`);
+      const key = opts.as.key; // a function replacement: tokens may contain `$$`, a replacement pattern
+      url.pathname = url.pathname.replace(/^\/v1\//, () => `/v1/key/${key}/`);
     }
     return app.fetch(new Request(url, { method, headers, body }));
   };

@@ -195,6 +195,17 @@ describe('POST/DELETE P/assignments/:roleId/:actorId', () => {
     await expectProblem(await h.post(`/v1/projects/${h.projectId}/assignments/viewer/999999`, { as: 'bob' }), 404.1);
   });
 
+  test('a deleted user drops out of the project assignment lists', async () => {
+    const h = await harness();
+    const P = `/v1/projects/${h.projectId}`;
+    expect((await h.post(`${P}/assignments/viewer/${h.ids.chelsea}`, { as: 'bob' })).status).toBe(200);
+    expect(await json(await h.get(`${P}/assignments/viewer`, { as: 'bob' }))).toHaveLength(1);
+    expect((await h.delete(`/v1/users/${h.ids.chelsea}`, { as: 'alice' })).status).toBe(200);
+    expect(await json(await h.get(`${P}/assignments`, { as: 'bob' }))).toEqual([{ actorId: h.ids.bob, roleId: await roleId(h, 'manager') }]);
+    expect(await json(await h.get(`${P}/assignments/viewer`, { as: 'bob' }))).toEqual([]);
+    await expectProblem(await h.post(`${P}/assignments/formfill/${h.ids.chelsea}`, { as: 'bob' }), 404.1);
+  });
+
   test('an assignment on one project does not reach another', async () => {
     const h = await harness();
     const other = await json<{ id: number }>(await h.post('/v1/projects', { as: 'alice', body: { name: 'Other' } }));
@@ -350,6 +361,14 @@ describe('form assignments', () => {
       details: { roleId: appUserRole, revokedActeeId: form.acteeId },
     });
     await expectProblem(await h.delete(`${F}/assignments/app-user/${au.id}`, { as: 'bob' }), 404.1);
+  });
+
+  test('a deleted App User cannot be assigned → 404.1', async () => {
+    const h = await harness();
+    await createForm(h, 'simple');
+    const au = await createAppUser(h);
+    expect((await h.delete(`/v1/projects/${h.projectId}/app-users/${au.id}`, { as: 'bob' })).status).toBe(200);
+    await expectProblem(await h.post(`/v1/projects/${h.projectId}/forms/simple/assignments/app-user/${au.id}`, { as: 'bob' }), 404.1);
   });
 
   test('unknown form → 404.1 (also for a form of another project, and a deleted form)', async () => {
