@@ -128,7 +128,9 @@ export async function revoke(ctx: Ctx, scope: Scope, roleIdOrSystem: string, act
       .where(and(eq(assignments.actorId, actor.id), eq(assignments.roleId, role.id), eq(assignments.acteeId, scope.acteeId)))
       .returning();
     if (deleted.length === 0) throw problems.user.notFound();
-    await audit(tx, tx, `${actor.type}.assignment.delete`, actor.acteeId, { roleId: role.id, revokedActeeId: scope.acteeId });
+    if (actor.type !== 'singleUse') {
+      await audit(tx, tx, `${actor.type}.assignment.delete`, actor.acteeId, { roleId: role.id, revokedActeeId: scope.acteeId });
+    }
   });
 }
 
