@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, inArray, lt, notInArray, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gte, inArray, lt, notInArray, sql, type SQL } from 'drizzle-orm';
 import { actors, audits, projects, type AuditRow } from '../../drizzle/schema';
 import { actorJson, type ActorJson } from '../actors';
 import { canOrReject, speciesActee } from '../authz/can';
@@ -52,14 +52,22 @@ const auditJson = (a: AuditRow) => ({
   notes: a.notes,
 });
 
-function parseTime(field: string, value: string | undefined): Date | undefined {
+/**
+ * Parses a start/end filter the way Central does: PostgreSQL reads it as a timestamptz (date-only
+ * means midnight; no zone means UTC, the session zone), so every ISO 8601 form Central accepts
+ * ('2000-01-01z', '2000-01-01+08', '2001-01-01T00:00.000z') works here too.
+ * @throws Problem 400.11 `{ field, expected: 'timestamp' }` when PostgreSQL cannot read it.
+ */
+async function parseTime(ctx: Ctx, field: string, value: string | undefined): Promise<Date | undefined> {
   if (value == null || value === '') return undefined;
-  let d = new Date(value);
-  // ISO 8601 offsets JavaScript does not read but Central (PostgreSQL) does: '2000-01-01+08', '…T12:12:12+0800'.
-  const m = /^(\d{4}-\d\d-\d\d)(?:[T ](\d\d:\d\d(?::\d\d(?:\.\d+)?)?))?([+-]\d\d)(?::?(\d\d))?$/i.exec(value);
-  if (Number.isNaN(d.getTime()) && m) d = new Date(`${m[1]}T${m[2] ?? '00:00:00'}${m[3]}:${m[4] ?? '00'}`);
-  if (Number.isNaN(d.getTime())) throw problems.user.invalidDataTypeOfParameter({ field, expected: 'timestamp' });
-  return d;
+  try {
+    // Its own (sub)transaction: a failed cast must not abort a transaction the caller has open.
+    const [row] = await ctx.db.transaction((tx) =>
+      tx.select({ t: sql<string>`(${value}::timestamptz)::text` }).from(sql`(values (1)) as one(x)`));
+    return new Date(row!.t.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00'));
+  } catch {
+    throw problems.user.invalidDataTypeOfParameter({ field, expected: 'timestamp' });
+  }
 }
 
 /**
@@ -74,8 +82,8 @@ export async function listAudits(ctx: Ctx, q: AuditQuery, extended: boolean): Pr
   if (q.action === 'nonverbose') where.push(notInArray(audits.action, verboseActions));
   else if (q.action != null && actionGroups[q.action]) where.push(inArray(audits.action, actionGroups[q.action]!));
   else if (q.action != null && q.action !== '') where.push(eq(audits.action, q.action));
-  const start = parseTime('start', q.start);
-  const end = parseTime('end', q.end);
+  const start = await parseTime(ctx, 'start', q.start);
+  const end = await parseTime(ctx, 'end', q.end);
   if (start) where.push(gte(audits.loggedAt, start));
   if (end) where.push(lt(audits.loggedAt, end)); // Central: start inclusive, end exclusive
   let query = ctx.db.select().from(audits).where(and(...where)).orderBy(desc(audits.loggedAt), desc(audits.id)).$dynamic();

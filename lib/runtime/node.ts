@@ -31,7 +31,8 @@ export interface NodeDatabase {
  */
 export async function openDatabase(config: Config, opts: { pgliteDir?: string } = {}): Promise<NodeDatabase> {
   if (config.DATABASE_URL) {
-    const client = postgres(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, onnotice: () => {} });
+    // UTC sessions: timestamps without a zone (audit filters) mean UTC, as in Central's deployment.
+    const client = postgres(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, onnotice: () => {}, connection: { TimeZone: 'UTC' } });
     const db = drizzlePostgres(client, { schema }) as unknown as Db;
     return {
       db,
@@ -49,6 +50,7 @@ export async function openDatabase(config: Config, opts: { pgliteDir?: string } 
   const { drizzle: drizzlePglite } = await import('drizzle-orm/pglite');
   const { migrate: migratePglite } = await import('drizzle-orm/pglite/migrator');
   const client = new PGlite(dir.startsWith('memory://') ? dir : resolve(dir));
+  await client.exec("set time zone 'UTC'");
   const db = drizzlePglite(client, { schema }) as unknown as Db;
   return {
     db,

@@ -20,7 +20,7 @@ export function createWorkerDeps(env: Record<string, unknown>): { deps: Deps; do
   if (!config.DATABASE_URL) throw new Error('Workers need DATABASE_URL or a HYPERDRIVE binding');
   if (!config.S3_BUCKET) throw new Error('Workers need S3_BUCKET (R2 through its S3 API, or any S3)');
   // One connection per request: Workers cannot share sockets across requests.
-  const client = postgres(config.DATABASE_URL, { max: 1, fetch_types: false, prepare: false });
+  const client = postgres(config.DATABASE_URL, { max: 1, fetch_types: false, prepare: false, connection: { TimeZone: 'UTC' } });
   const db = drizzle(client, { schema }) as unknown as Db;
   const blobs = s3BlobStoreFromConfig(config);
   return { deps: { db, blobs, config, log: createLogger(config.LOG_LEVEL) }, done: () => client.end({ timeout: 5 }) };

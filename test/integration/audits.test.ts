@@ -194,3 +194,20 @@ describe('GET /v1/audits: rows', () => {
     expect(await ours(h, '?action=project.create')).toHaveLength(1);
   });
 });
+
+describe('GET /v1/audits: the timestamp forms Central documents', () => {
+  test('date-only, z suffix, numeric offsets and minute precision all parse; end is exclusive', async () => {
+    const h = await harness();
+    await createProject(h, 'Timestamp forms');
+    const names = async (query: string) =>
+      (await list(h, `?action=project.create&${query}`)).filter((a) => a.details?.data?.name === 'Timestamp forms').length;
+    expect(await names('start=2000-01-01z')).toBe(1);
+    expect(await names(`start=2000-01-01${encodeURIComponent('+08')}`)).toBe(1);
+    expect(await names('end=2001-01-01T00:00.000z')).toBe(0);
+    expect(await names(`end=2999-01-01T12:12:12${encodeURIComponent('+08')}`)).toBe(1);
+    const [row] = await list(h, '?action=project.create&limit=1');
+    // end is exclusive: an end equal to the row's own time leaves it out; start equal keeps it.
+    expect(await names(`end=${encodeURIComponent(row!.loggedAt)}`)).toBe(0);
+    expect(await names(`start=${encodeURIComponent(row!.loggedAt)}`)).toBe(1);
+  });
+});
