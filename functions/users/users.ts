@@ -11,6 +11,10 @@ export const usersRoutes = newApp()
   .get('/v1/users/:actorId', async (c) => c.json(await users.getUser(c.var.ctx, intParam(c, 'actorId'))))
   .patch('/v1/users/:actorId', async (c) =>
     c.json(await users.updateUser(c.var.ctx, intParam(c, 'actorId'), await jsonBody(c))))
+  .post('/v1/users/reset/initiate', async (c) => {
+    await users.initiatePasswordReset(c.var.ctx, await jsonBody(c), c.req.query('invalidate') === 'true');
+    return success(c);
+  })
   .put('/v1/users/:actorId/password', async (c) => {
     await users.changePassword(c.var.ctx, intParam(c, 'actorId'), await jsonBody(c));
     return success(c);

@@ -1,10 +1,11 @@
 /**
  * `npm run cli -- <command> [--email E] [--password P]`: administration without the API.
- * Commands: user-create, user-promote, user-set-password, blobs-sweep. With the embedded database,
+ * Commands: user-create, user-promote, user-set-password, blobs-sweep, sessions-purge. With the embedded database,
  * stop the server first (PGlite allows one process at a time).
  */
 import { parseArgs } from 'node:util';
 import { sweepOrphanBlobs } from '../../lib/blobs';
+import { purgeExpiredSessions } from '../../lib/sessions';
 import { ConfigError } from '../../lib/config';
 import { systemCtx } from '../../lib/context';
 import { Problem } from '../../lib/problem';
@@ -16,7 +17,8 @@ const usage = `usage: npm run cli -- <command> [options]
   user-create --email E --password P     create a web user
   user-promote --email E                 make a user a site administrator
   user-set-password --email E --password P
-  blobs-sweep                            delete stored blobs no database row refers to`;
+  blobs-sweep                            delete stored blobs no database row refers to
+  sessions-purge                         delete expired sessions`;
 
 async function main(): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -57,6 +59,9 @@ async function main(): Promise<number> {
         console.log(`Deleted ${deleted.length} orphaned blob(s).`);
         break;
       }
+      case 'sessions-purge':
+        console.log(`Deleted ${await purgeExpiredSessions(ctx)} expired session(s).`);
+        break;
       default:
         console.error(`unknown command ${command}\n${usage}`);
         return 2;

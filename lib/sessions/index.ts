@@ -1,4 +1,4 @@
-import { and, eq, gt, isNull } from 'drizzle-orm';
+import { and, eq, gt, isNull, lte } from 'drizzle-orm';
 import { actors, fieldKeys, projects, sessions } from '../../drizzle/schema';
 import { toActor } from '../actors';
 import { audit } from '../audits/log';
@@ -137,4 +137,14 @@ async function fieldKeyParents(ctx: Ctx, actorId: number): Promise<string[]> {
     .innerJoin(projects, eq(projects.id, fieldKeys.projectId))
     .where(eq(fieldKeys.actorId, actorId));
   return row ? [row.acteeId] : [];
+}
+
+/**
+ * Deletes expired sessions (a maintenance job: CLI `sessions-purge`, a cron trigger on Workers).
+ * Expired sessions already fail authentication; this only keeps the table small.
+ * @returns how many rows were deleted. Effects: deletes `sessions` rows; no audit.
+ */
+export async function purgeExpiredSessions(ctx: Ctx, now = new Date()): Promise<number> {
+  const deleted = await ctx.db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ t: sessions.tokenHash });
+  return deleted.length;
 }

@@ -213,3 +213,31 @@ export async function deleteUser(ctx: Ctx, actorId: number): Promise<void> {
     await audit(tx, tx, 'user.delete', actor.acteeId, null);
   });
 }
+
+/**
+ * Starts a password reset (POST /v1/users/reset/initiate). Anyone may ask; the answer never says
+ * whether the email has an account. Fieldbase has no mail transport yet, so the request is logged
+ * (an administrator sets a password with the CLI or PUT …/password); with `invalidate` the current
+ * password stops working at once.
+ * @param body `{ email }`. @param invalidate `?invalidate=true`.
+ * Effects with invalidate: password cleared, the user's sessions ended; audit `user.update`
+ *   `{ data: { password: null } }`.
+ * @throws 400.2 no email; 401.2/403.1 with invalidate but without `user.password.invalidate`.
+ */
+export async function initiatePasswordReset(ctx: Ctx, body: unknown, invalidate: boolean): Promise<void> {
+  const { email: address } = parseInput(z.object({ email: z.string().trim().min(1) }), body);
+  const found = await findUserByEmail(ctx, address);
+  if (invalidate) {
+    await canOrReject(ctx, 'user.password.invalidate', found ? userActee(found.actor) : speciesActee(species.user));
+    if (found) {
+      await withTx(ctx, async (tx) => {
+        await tx.db.update(users).set({ passwordHash: null }).where(eq(users.actorId, found.actor.id));
+        await tx.db.delete(sessions).where(eq(sessions.actorId, found.actor.id));
+        await audit(tx, tx, 'user.update', found.actor.acteeId, { data: { password: null } });
+      });
+    }
+  }
+  ctx.log.warn('password reset requested; no mail transport is configured, so no email was sent', {
+    requestId: ctx.requestId, accountExists: found != null, invalidated: invalidate && found != null,
+  });
+}

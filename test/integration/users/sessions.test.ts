@@ -4,6 +4,8 @@ import { describe, expect, test } from 'vitest';
 import { projects, sessions } from '../../../drizzle/schema';
 import { fixtureUsers } from '../../fixtures/users';
 import { harness, json, type Harness } from '../../helpers/harness';
+import { systemCtx } from '../../../lib/context';
+import { purgeExpiredSessions } from '../../../lib/sessions';
 
 const AUTH_FAILED = { message: 'Could not authenticate with the provided credentials.', code: 401.2 };
 const FORBIDDEN = { message: 'The authentication you provided does not have rights to perform that action.', code: 403.1 };
@@ -374,5 +376,20 @@ describe('DELETE /v1/sessions/:token', () => {
       expect(res.status, token).toBe(403);
       expect(await json(res)).toEqual(FORBIDDEN);
     }
+  });
+});
+
+describe('purgeExpiredSessions (CLI sessions-purge)', () => {
+  test('deletes only expired sessions', async () => {
+    const h = await harness();
+    const { body } = await logIn(h, 'chelsea');
+    const hash = sha256(body.token);
+    const ctx = systemCtx(h.deps);
+    expect(await purgeExpiredSessions(ctx)).toBe(0);
+    await h.db.update(sessions).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(sessions.tokenHash, hash));
+    expect(await purgeExpiredSessions(ctx)).toBe(1);
+    expect(await h.db.select().from(sessions).where(eq(sessions.tokenHash, hash))).toEqual([]);
+    // The fixture sessions (far future) are untouched.
+    expect((await h.get('/v1/users/current', { as: 'alice' })).status).toBe(200);
   });
 });

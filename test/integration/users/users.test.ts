@@ -448,3 +448,38 @@ describe('DELETE /v1/users/:id', () => {
     expect(await h.auditActions()).toEqual(['user.delete']);
   });
 });
+
+describe('POST /v1/users/reset/initiate', () => {
+  test('anyone may ask, for a known or unknown email, and learns nothing', async () => {
+    const h = await harness();
+    const known = await h.post('/v1/users/reset/initiate', { body: { email: 'chelsea@getodk.org' } });
+    const unknown = await h.post('/v1/users/reset/initiate', { body: { email: 'nobody@example.org' } });
+    expect(known.status).toBe(200);
+    expect(await known.json()).toEqual({ success: true });
+    expect(await unknown.json()).toEqual({ success: true });
+    // Without invalidate nothing changes: chelsea still logs in.
+    const login = await h.post('/v1/sessions', { body: { email: 'chelsea@getodk.org', password: 'chelsea-password' } });
+    expect(login.status).toBe(200);
+  });
+
+  test('invalidate=true by an administrator stops the password and the sessions at once', async () => {
+    const h = await harness();
+    const res = await h.post('/v1/users/reset/initiate?invalidate=true', { as: 'alice', body: { email: 'chelsea@getodk.org' } });
+    expect(res.status).toBe(200);
+    expect((await h.post('/v1/sessions', { body: { email: 'chelsea@getodk.org', password: 'chelsea-password' } })).status).toBe(401);
+    expect((await h.get('/v1/users/current', { as: 'chelsea' })).status).toBe(401);
+    const [row] = (await h.audits()).filter((a) => a.action === 'user.update');
+    expect(row?.details).toEqual({ data: { password: null } });
+  });
+
+  test('invalidate=true without the right fails the whole request; missing email is 400.2', async () => {
+    const h = await harness();
+    const res = await h.post('/v1/users/reset/initiate?invalidate=true', { as: 'bob', body: { email: 'chelsea@getodk.org' } });
+    expect(res.status).toBe(403);
+    expect((await h.post('/v1/users/reset/initiate?invalidate=true', { body: { email: 'chelsea@getodk.org' } })).status).toBe(401);
+    expect((await h.post('/v1/sessions', { body: { email: 'chelsea@getodk.org', password: 'chelsea-password' } })).status).toBe(200);
+    const missing = await h.post('/v1/users/reset/initiate', { body: {} });
+    expect(missing.status).toBe(400);
+    expect(await missing.json()).toMatchObject({ code: 400.2, details: { field: 'email' } });
+  });
+});

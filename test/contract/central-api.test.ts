@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, test } from 'vitest';
+import { parse } from 'yaml';
+import assignments from '../../functions/assignments/app';
+import audits from '../../functions/audits/app';
+import projects from '../../functions/projects/app';
+import users from '../../functions/users/app';
+import { groupFor, type GroupName } from '../../lib/http/route-table';
+
+// Every path + method of Central's published API that the route table sends to a group app must be
+// answered by a route of that app. Paths no group owns yet belong to later issues (forms,
+// submissions, …) and are listed by the test below so that gap stays visible.
+const spec = parse(readFileSync(new URL('../../../shared/reference/central-api.yaml', import.meta.url), 'utf8')) as {
+  paths: Record<string, Record<string, unknown>>;
+};
+const apps: Record<GroupName, { routes: Array<{ method: string; path: string }> }> = { projects, assignments, users, audits };
+const methods = ['get', 'post', 'put', 'patch', 'delete', 'head'];
+
+/** Operations deliberately left to later issues, with the reason. */
+const deferred: Record<string, string> = {
+  'POST /v1/projects/{id}/key': 'managed encryption (encryption issue)',
+  'PATCH /v1/projects/{projectId}/app-users/{id}': 'actor properties (not in the foundation)',
+};
+
+const norm = (p: string) => p.replace(/\{[^}]+\}/g, ':p').replace(/:[A-Za-z]+/g, ':p');
+const operations = Object.entries(spec.paths).flatMap(([path, ops]) =>
+  Object.keys(ops).filter((m) => methods.includes(m)).map((m) => ({ method: m.toUpperCase(), path })));
+const sample = (p: string) => p.replace(/\{[^}]+\}/g, 'x');
+
+describe('central-api.yaml ↔ group apps', () => {
+  const routed = operations.filter((o) => groupFor(sample(o.path)) != null);
+
+  test.each(routed.map((o) => [`${o.method} ${o.path}`, o] as const))('%s has a route', (key, o) => {
+    if (deferred[key]) return;
+    const group = groupFor(sample(o.path))!;
+    const have = apps[group].routes.filter((r) => r.method !== 'ALL').map((r) => `${r.method} ${norm(r.path)}`);
+    expect(have).toContain(`${o.method} ${norm(o.path)}`);
+  });
+
+  test('the foundation covers users, sessions, app users, roles, assignments, projects and audits', () => {
+    const prefixes = ['/v1/users', '/v1/sessions', '/v1/roles', '/v1/assignments', '/v1/audits', '/v1/projects'];
+    const unrouted = operations
+      .filter((o) => prefixes.some((p) => o.path === p || o.path.startsWith(`${p}/`)))
+      .filter((o) => groupFor(sample(o.path)) == null)
+      .map((o) => `${o.method} ${o.path}`);
+    // What remains unrouted under these prefixes belongs to later issues.
+    for (const op of unrouted) {
+      expect(op, op).toMatch(/\/(forms|datasets|formList|submission|trash|actor-properties|key$)|\/v1\/users\/reset|\/v1\/user-preferences/);
+    }
+  });
+});
