@@ -14,7 +14,7 @@ import { localApp } from './app';
 async function main() {
   let config;
   try {
-    config = loadConfig(processEnv());
+    config = loadConfig(processEnv(), {}, { localServer: true });
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.message);

@@ -35,9 +35,11 @@ describe('parseConfig', () => {
     expect(parseConfig({ DATABASE_URL: '', PORT: '' }).PORT).toBe(8383);
   });
 
-  test('plain-HTTP Basic/cookie auth is allowed by default only on loopback', () => {
-    expect(loadConfig({}).ALLOW_HTTP_AUTH).toBe(true);
-    expect(loadConfig({ HOST: '0.0.0.0' }).ALLOW_HTTP_AUTH).toBe(false);
+  test('plain-HTTP Basic/cookie auth is allowed by default only for the local server on loopback', () => {
+    expect(loadConfig({}, {}, { localServer: true }).ALLOW_HTTP_AUTH).toBe(true);
+    expect(loadConfig({ HOST: '0.0.0.0' }, {}, { localServer: true }).ALLOW_HTTP_AUTH).toBe(false);
     expect(loadConfig({ HOST: '0.0.0.0', ALLOW_HTTP_AUTH: 'true' }).ALLOW_HTTP_AUTH).toBe(true);
+    // Workers and Lambda: HTTPS only unless configured otherwise.
+    expect(loadConfig({}).ALLOW_HTTP_AUTH).toBe(false);
   });
 });
