@@ -33,6 +33,13 @@ export const problems = {
   user: {
     unparseable: (d: { format: string; rawLength: number }) =>
       new Problem(400.1, `Could not parse the given data (${d.rawLength} chars) as ${d.format}.`, d),
+    /** 400.1 with the position of the XML error (Fieldbase: Central's own message gives none). */
+    unparseableXml: (d: { format: string; rawLength: number; line: number; column: number; reason: string }) =>
+      new Problem(
+        400.1,
+        `Could not parse the given data (${d.rawLength} chars) as ${d.format}: ${d.reason} (line ${d.line}, column ${d.column}).`,
+        d,
+      ),
     missingParameter: (d: { field: string }) =>
       new Problem(400.2, `Required parameter ${d.field} missing.`, d),
     missingParameters: (d: { expected: string[]; got: Record<string, unknown> }) =>
@@ -44,7 +51,7 @@ export const problems = {
         d,
       ),
     invalidHeader: (d: { field: string; value: unknown }) =>
-      new Problem(400.6, `An expected header field (${d.field}) did not match the expected format (got: ${String(d.value)}).`, d),
+      new Problem(400.6, `An expected header field (${d.field}) did not match the expected format.`, d),
     unexpectedValue: (d: { field: string; value: unknown; reason: string }) =>
       new Problem(400.8, `Unexpected ${d.field} value ${String(d.value)}; ${d.reason}`, d),
     invalidDataTypeOfParameter: (d: { field: string; expected: string }) =>
@@ -73,6 +80,21 @@ export const problems = {
         }.`,
         d,
       ),
+  },
+  form: {
+    formWarnings: (warnings: Record<string, unknown>) =>
+      new Problem(400.16, 'The Form is valid, but with warnings. Please check the warnings and if they are acceptable resubmit with ?ignoreWarnings=true', { warnings }),
+    fieldTypeConflict: (d: { path: string; type: string }) =>
+      new Problem(400.17, `The form you have uploaded attempts to change the type of the field at ${d.path}. In a previous version, it had the type "${d.type}". Please either return that field to its previous type, or rename the field so it lives at a new path.`, d),
+    missingMeta: () => new Problem(400.27, "The form does not contain a 'meta' group."),
+    failedDraftAccess: () =>
+      new Problem(404.4, 'The draft you tried to access does not exist. Check that the draft token is correct, or that the draft has not been published or deleted.'),
+    versionUniquenessViolation: (d: { xmlFormId: string; version: string }) =>
+      new Problem(409.6, `You tried to publish the form '${d.xmlFormId}' with version '${d.version}', but a published form has already existed in this project with those identifiers.`, d),
+    noPublishedVersion: () =>
+      new Problem(409.7, 'Could not delete draft, because the form has not been published. Either delete the whole form, or replace the draft.'),
+    xlsformNotConfigured: () =>
+      new Problem(501.3, 'This server is not configured to convert XLSForm spreadsheets (coming in a later release). Please upload an XForm (XML).'),
   },
   internal: {
     notImplemented: (d: { feature: string }) =>

@@ -1,12 +1,14 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { type AnyPgColumn, boolean, index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { lifecycle } from './_columns';
 import { actees } from './actees';
+import { actors } from './actors';
+import { formDefs } from './form-defs';
 import { projects } from './projects';
 
 /**
- * A form's stable identity (project + xmlFormId). The foundation needs it for form assignments and
- * the project deep PUT; definitions, drafts and versions arrive with the forms issue.
+ * A form's stable identity (project + xmlFormId). Each XML definition is a row in form_defs; the
+ * form points at the published one (currentDefId) and at most one draft (draftDefId).
  */
 export const forms = pgTable('forms', {
   id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
@@ -14,11 +16,23 @@ export const forms = pgTable('forms', {
   xmlFormId: text('xml_form_id').notNull(),
   state: text('state', { enum: ['open', 'closing', 'closed'] }).notNull().default('open'),
   acteeId: text('actee_id').notNull().references(() => actees.id),
+  /** The published definition served to clients; null until the first publish. */
+  currentDefId: integer('current_def_id').references((): AnyPgColumn => formDefs.id),
+  /** The draft definition, if any. */
+  draftDefId: integer('draft_def_id').references((): AnyPgColumn => formDefs.id),
+  /**
+   * Draft Token for /v1/test/{token}/… (not an Actor). Kept in clear: GET F/draft shows it, as
+   * Central does; it only reaches the draft and dies on publish or draft delete.
+   */
+  draftToken: text('draft_token'),
+  webformsEnabled: boolean('webforms_enabled').notNull().default(true),
+  createdBy: integer('created_by').references(() => actors.id),
   ...lifecycle,
 }, (t) => [
   // Only live forms reserve an xmlFormId; a form in the Trash frees it.
   uniqueIndex('forms_project_xml_form_id_live').on(t.projectId, t.xmlFormId).where(sql`${t.deletedAt} is null`),
   index('forms_project_id').on(t.projectId),
+  uniqueIndex('forms_draft_token').on(t.draftToken),
 ]);
 
 export type FormRow = typeof forms.$inferSelect;

@@ -7,5 +7,8 @@ export * from './roles';
 export * from './assignments';
 export * from './projects';
 export * from './forms';
+export * from './form-defs';
+export * from './form-attachments';
+export * from './keys';
 export * from './audits';
 export * from './blobs';

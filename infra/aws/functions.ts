@@ -18,5 +18,6 @@ export const lambdaFunctions: LambdaFunction[] = [
   { group: 'assignments', entry: 'functions/assignments/lambda.ts', memoryMb: 512, timeoutSeconds: 15, streaming: false },
   // bcrypt at cost 12 is CPU-bound: more memory buys more CPU on Lambda.
   { group: 'users', entry: 'functions/users/lambda.ts', memoryMb: 1024, timeoutSeconds: 15, streaming: false },
+  { group: 'forms', entry: 'functions/forms/lambda.ts', memoryMb: 1024, timeoutSeconds: 30, streaming: false },
   { group: 'audits', entry: 'functions/audits/lambda.ts', memoryMb: 512, timeoutSeconds: 30, streaming: false },
 ];

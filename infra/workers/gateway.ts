@@ -10,6 +10,7 @@ const bindings: Record<GroupName, string> = {
   assignments: 'ASSIGNMENTS',
   users: 'USERS',
   audits: 'AUDITS',
+  forms: 'FORMS',
 };
 
 export default {

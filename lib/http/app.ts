@@ -6,6 +6,7 @@ import type { Ctx, Deps } from '../context';
 import { problemFromDbError } from '../db/errors';
 import { Problem, problems } from '../problem';
 import { authenticate } from './auth';
+import { checkOpenRosaVersion, isOpenRosaPath, openRosaError, openRosaHeaders, requiresOpenRosaHeader } from './openrosa';
 
 export interface AppEnv {
   Bindings: { deps: Deps } & Record<string, unknown>;
@@ -14,6 +15,8 @@ export interface AppEnv {
     requestId: string;
     /** The parsed JSON body, once read (lib/http/body.ts). */
     jsonBody?: unknown;
+    /** Set on OpenRosa routes: errors render as OpenRosaResponse XML (lib/http/openrosa.ts). */
+    openRosa?: boolean;
   };
 }
 
@@ -47,6 +50,7 @@ const newRequestId = () => `${Date.now().toString(36)}-${(counter++).toString(36
 /** Renders an error as Central does: Problems as JSON, anything else logged and a bare 500. */
 export function renderError(err: unknown, c: Context<AppEnv>): Response {
   const problem = err instanceof Problem ? err : problemFromDbError(err);
+  if (problem && c.var.openRosa && problem.status < 500) return openRosaError(problem);
   if (problem) return c.json(problem.toJSON(), problem.status as ContentfulStatusCode);
   const log = c.var.ctx?.log ?? c.env?.deps?.log;
   const requestId = c.var.requestId;
@@ -77,13 +81,17 @@ export function groupApp() {
     if (!deps) throw new Error('group app called without deps (wrap it with withDeps)');
     const ctx: Ctx = { ...deps, auth: { actor: null, session: null, via: 'anonymous' }, requestId, system: false };
     c.set('ctx', ctx);
+    const path = routingPath(c.req.raw);
+    if (isOpenRosaPath(path)) c.set('openRosa', true);
     try {
       await authenticate(c, ctx);
+      if (requiresOpenRosaHeader(path)) checkOpenRosaVersion(c.req.header('x-openrosa-version'));
       await next();
     } catch (err) {
       c.res = renderError(err, c); // here, so error responses get the headers below too
     }
     c.header('X-Request-Id', requestId);
+    if (c.var.openRosa) for (const [k, v] of Object.entries(openRosaHeaders)) c.header(k, v);
     // Central (Express) answers JSON as 'application/json; charset=utf-8'.
     if (c.res.headers.get('content-type') === 'application/json') c.header('Content-Type', 'application/json; charset=utf-8');
   });

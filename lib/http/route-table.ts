@@ -4,7 +4,7 @@
  * specific patterns come first. Patterns match the routing path, i.e. after a `/v1/key/{token}`
  * prefix is folded to `/v1`.
  */
-export type GroupName = 'projects' | 'assignments' | 'users' | 'audits';
+export type GroupName = 'projects' | 'assignments' | 'users' | 'audits' | 'forms';
 
 export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   // Assignments nested under projects and forms, before the projects catch-all.
@@ -17,6 +17,10 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/users(\/|$)/, 'users'],
   [/^\/v1\/sessions(\/|$)/, 'users'],
   [/^\/v1\/audits(\/|$)/, 'audits'],
+  // Forms, drafts, versions, form attachments, the OpenRosa form list/manifest and Draft Token paths.
+  [/^\/v1\/projects\/[^/]+\/formList$/, 'forms'],
+  [/^\/v1\/projects\/[^/]+\/forms(\/|$)/, 'forms'],
+  [/^\/v1\/test\/[^/]+\/projects\/[^/]+\/forms\/[^/]+\/draft/, 'forms'],
   [/^\/v1\/projects\/?$/, 'projects'],
   [/^\/v1\/projects\/[^/]+\/?$/, 'projects'],
 ];

@@ -4,6 +4,7 @@ import { parse } from 'yaml';
 import assignments from '../../functions/assignments/app';
 import audits from '../../functions/audits/app';
 import projects from '../../functions/projects/app';
+import forms from '../../functions/forms/app';
 import users from '../../functions/users/app';
 import { groupFor, type GroupName } from '../../lib/http/route-table';
 
@@ -13,7 +14,7 @@ import { groupFor, type GroupName } from '../../lib/http/route-table';
 const spec = parse(readFileSync(new URL('../../../shared/reference/central-api.yaml', import.meta.url), 'utf8')) as {
   paths: Record<string, Record<string, unknown>>;
 };
-const apps: Record<GroupName, { routes: Array<{ method: string; path: string }> }> = { projects, assignments, users, audits };
+const apps: Record<GroupName, { routes: Array<{ method: string; path: string }> }> = { projects, assignments, users, audits, forms };
 const methods = ['get', 'post', 'put', 'patch', 'delete', 'head'];
 
 /** Operations deliberately left to later issues, with the reason. */

@@ -1,0 +1,11 @@
+/** Forms group: forms, drafts, versions, form attachments, trash, and the OpenRosa form list/manifest. */
+import { groupApp } from '../../lib/http/app';
+import { draftRoutes } from './drafts';
+import { formsRoutes } from './forms';
+import { openRosaRoutes } from './openrosa';
+import { versionRoutes } from './versions';
+
+// Order matters: suffix routes (draft.xml, versions/x.xml) before the plain :xmlFormId routes.
+const app = groupApp().route('/', openRosaRoutes).route('/', draftRoutes).route('/', versionRoutes).route('/', formsRoutes);
+
+export default app;

@@ -1,0 +1,176 @@
+import { and, eq, notInArray, sql } from 'drizzle-orm';
+import { blobs, formAttachments, type FormAttachmentRow } from '../../drizzle/schema';
+import { iso } from '../actors';
+import { audit } from '../audits/log';
+import { storeBlob } from '../blobs';
+import { withTx, type Ctx } from '../context';
+import { problems } from '../problem';
+import { canOnFormOrReject, canReadFormOrReject, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from './queries';
+import { getVersion } from './index';
+
+/** Form Attachment JSON as Central lists it (central-outputs/withAttachments/api/form-attachments.json). */
+export interface AttachmentJson {
+  name: string;
+  type: string;
+  hash: string | null;
+  exists: boolean;
+  blobExists: boolean;
+  datasetExists: boolean;
+  updatedAt: string | null;
+  size: number | null;
+}
+
+type Joined = { a: FormAttachmentRow; md5: string | null; size: number | null; sha: string | null };
+
+const attachmentJson = (r: Joined): AttachmentJson => ({
+  name: r.a.name,
+  type: r.a.type,
+  hash: r.md5,
+  exists: r.a.blobId != null || r.a.datasetId != null,
+  blobExists: r.a.blobId != null,
+  datasetExists: r.a.datasetId != null,
+  updatedAt: iso(r.a.updatedAt),
+  size: r.size,
+});
+
+async function attachmentsOf(ctx: Ctx, defId: number): Promise<Joined[]> {
+  return ctx.db
+    .select({ a: formAttachments, md5: blobs.md5, size: blobs.size, sha: blobs.sha })
+    .from(formAttachments)
+    .leftJoin(blobs, eq(blobs.id, formAttachments.blobId))
+    .where(eq(formAttachments.formDefId, defId))
+    .orderBy(formAttachments.name);
+}
+
+/** Which definition of a form a request is about. */
+export type Which = { kind: 'published' } | { kind: 'draft' } | { kind: 'version'; version: string };
+
+async function resolveDef(ctx: Ctx, projectId: number, xmlFormId: string, which: Which): Promise<{ f: LoadedForm; defId: number }> {
+  if (which.kind === 'version') {
+    const { form, project, def } = await getVersion(ctx, projectId, xmlFormId, which.version);
+    return { f: { form, project }, defId: def.id };
+  }
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  if (which.kind === 'draft') {
+    await canOnFormOrReject(ctx, 'form.update', f);
+    return { f, defId: (await getDefOrNotFound(ctx, f.form.draftDefId)).id };
+  }
+  await canReadFormOrReject(ctx, f);
+  return { f, defId: (await getDefOrNotFound(ctx, f.form.currentDefId)).id };
+}
+
+/**
+ * Attachments a definition expects, with what is uploaded (GET F/attachments, F/draft/attachments,
+ * F/versions/{v}/attachments). @throws 404.1; 403.1 (form.read or open_form.read; drafts: form.update).
+ */
+export async function listAttachments(ctx: Ctx, projectId: number, xmlFormId: string, which: Which): Promise<AttachmentJson[]> {
+  const { defId } = await resolveDef(ctx, projectId, xmlFormId, which);
+  return (await attachmentsOf(ctx, defId)).map(attachmentJson);
+}
+
+/** A file to send: its blob key, MD5 (the ETag), type and name. */
+export interface AttachmentFile {
+  name: string;
+  sha: string;
+  md5: string;
+  contentType: string;
+}
+
+const byExtension: Record<string, string> = {
+  csv: 'text/csv', xml: 'application/xml', geojson: 'application/geo+json', json: 'application/json',
+  jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', gif: 'image/gif', svg: 'image/svg+xml', webp: 'image/webp',
+  mp3: 'audio/mpeg', wav: 'audio/wav', ogg: 'audio/ogg', m4a: 'audio/mp4', amr: 'audio/amr',
+  mp4: 'video/mp4', '3gp': 'video/3gpp', webm: 'video/webm', txt: 'text/plain', pdf: 'application/pdf', zip: 'application/zip',
+};
+
+/** The Content-Type rule of the spec: as given at upload, else from the extension, else octet-stream. */
+export function attachmentContentType(name: string, uploaded: string | null): string {
+  if (uploaded) return uploaded;
+  const ext = name.includes('.') ? name.slice(name.lastIndexOf('.') + 1).toLowerCase() : '';
+  return byExtension[ext] ?? 'application/octet-stream';
+}
+
+/**
+ * One uploaded form attachment for download (GET F/attachments/{name}, the draft and version forms).
+ * @throws 404.1 when the form does not expect that name or nothing is uploaded; 403.1.
+ */
+export async function getAttachmentFile(ctx: Ctx, projectId: number, xmlFormId: string, which: Which, name: string): Promise<AttachmentFile> {
+  const { defId } = await resolveDef(ctx, projectId, xmlFormId, which);
+  return fileOf(ctx, defId, name);
+}
+
+/** The uploaded file of `name` on a definition. @throws 404.1. */
+export async function fileOf(ctx: Ctx, defId: number, name: string): Promise<AttachmentFile> {
+  const row = (await attachmentsOf(ctx, defId)).find((r) => r.a.name === name);
+  if (!row || row.sha == null || row.md5 == null) throw problems.user.notFound();
+  return { name, sha: row.sha, md5: row.md5, contentType: attachmentContentType(name, row.a.contentType) };
+}
+
+/**
+ * Uploads a draft attachment (POST F/draft/attachments/{name}): binary body, Content-Type kept.
+ * Stored once by content hash; any linked entity list is unlinked.
+ * @returns the attachment JSON. Effects: blob (store + row), attachment row; audit `form.attachment.update`.
+ * @throws 404.1 no draft or the draft does not expect that name; 403.1 without form.update.
+ */
+export async function uploadDraftAttachment(ctx: Ctx, projectId: number, xmlFormId: string, name: string, body: Uint8Array, contentType: string | null): Promise<AttachmentJson> {
+  return withTx(ctx, async (tx) => {
+    const { f, defId } = await resolveDef(tx, projectId, xmlFormId, { kind: 'draft' });
+    const [row] = await tx.db.select().from(formAttachments).where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
+    if (!row) throw problems.user.notFound();
+    const type = contentType?.split(';')[0]?.trim() || null;
+    const blob = await storeBlob(tx, body, type);
+    await tx.db
+      .update(formAttachments)
+      .set({ blobId: blob.id, contentType: type, datasetId: null, updatedAt: new Date() })
+      .where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
+    await audit(tx, tx, 'form.attachment.update', f.form.acteeId, { formDefId: defId, name, oldBlobId: row.blobId, newBlobId: blob.id });
+    return attachmentJson((await attachmentsOf(tx, defId)).find((r) => r.a.name === name)!);
+  });
+}
+
+/**
+ * Clears a draft attachment (DELETE F/draft/attachments/{name}): the expectation stays, the content
+ * (or entity list link) goes. Effects: attachment row; audit `form.attachment.update`.
+ * @throws 404.1; 403.1 without form.update.
+ */
+export async function clearDraftAttachment(ctx: Ctx, projectId: number, xmlFormId: string, name: string): Promise<void> {
+  await withTx(ctx, async (tx) => {
+    const { f, defId } = await resolveDef(tx, projectId, xmlFormId, { kind: 'draft' });
+    const [row] = await tx.db.select().from(formAttachments).where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
+    if (!row) throw problems.user.notFound();
+    await tx.db
+      .update(formAttachments)
+      .set({ blobId: null, contentType: null, datasetId: null, updatedAt: new Date() })
+      .where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
+    await audit(tx, tx, 'form.attachment.update', f.form.acteeId, { formDefId: defId, name, oldBlobId: row.blobId, newBlobId: null });
+  });
+}
+
+/**
+ * Links or unlinks an entity list (PATCH F/draft/attachments/{name} `{ dataset }`). No entity lists
+ * exist until the entities issue, so linking finds none (404.1); unlinking clears a link.
+ * @throws 400.2/400.11 bad body; 404.1; 403.1 without form.update.
+ */
+export async function linkDraftAttachment(ctx: Ctx, projectId: number, xmlFormId: string, name: string, body: unknown): Promise<void> {
+  const dataset = (body as { dataset?: unknown } | null)?.dataset;
+  if (dataset === undefined) throw problems.user.missingParameter({ field: 'dataset' });
+  if (typeof dataset !== 'boolean') throw problems.user.invalidDataTypeOfParameter({ field: 'dataset', expected: 'boolean' });
+  await withTx(ctx, async (tx) => {
+    const { defId } = await resolveDef(tx, projectId, xmlFormId, { kind: 'draft' });
+    const [row] = await tx.db.select().from(formAttachments).where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
+    if (!row) throw problems.user.notFound();
+    if (dataset) throw problems.user.notFound(); // no entity list of that name (entities issue)
+    await tx.db.update(formAttachments).set({ datasetId: null, updatedAt: new Date() }).where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
+  });
+}
+
+/**
+ * Deletes blobs no row refers to any more (after a purge), from the database and the store.
+ * @returns how many. Effects: deletes blobs rows and store objects.
+ */
+export async function deleteUnreferencedBlobs(ctx: Ctx): Promise<number> {
+  const used = ctx.db.select({ id: formAttachments.blobId }).from(formAttachments).where(sql`${formAttachments.blobId} is not null`);
+  const gone = await ctx.db.delete(blobs).where(notInArray(blobs.id, used)).returning({ sha: blobs.sha });
+  for (const b of gone) await ctx.blobs.delete(b.sha);
+  return gone.length;
+}

@@ -1,0 +1,376 @@
+import { and, asc, desc, eq, isNotNull, isNull, lt } from 'drizzle-orm';
+import { z } from 'zod';
+import { actees, actors, assignments, formAttachments, formDefs, forms, type FormRow } from '../../drizzle/schema';
+import { actorJson, iso } from '../actors';
+import { audit } from '../audits/log';
+import { can, canOrReject } from '../authz/can';
+import { species } from '../authz/verbs';
+import { withTx, type Ctx } from '../context';
+import { problems } from '../problem';
+import { getProjectOrNotFound, projectActee } from '../projects';
+import { generateToken } from '../sessions/tokens';
+import { parseInput } from '../validation';
+import { odataFields } from '../xforms/parse-form';
+import { setFormVersion } from '../xforms/rewrite';
+import type { FormField } from '../xforms/types';
+import { carryAttachments, checkFieldTypes, deleteUnpublishedDef, insertDef, readUpload, removedFields } from './definitions';
+import {
+  canOnFormOrReject, canReadFormOrReject, displayedDef, extendedFormFields, formJson, getDefOrNotFound,
+  getFormOrNotFound, publishedDefs, type FormJson, type LoadedForm,
+} from './queries';
+
+export { getFormOrNotFound, type LoadedForm } from './queries';
+
+export interface UploadInput {
+  body: Uint8Array;
+  contentType: string | null;
+  ignoreWarnings: boolean;
+}
+
+/** Days a form stays restorable in the Trash (spec, Form lifecycle). */
+export const TRASH_DAYS = 30;
+
+/**
+ * Forms of a project (GET P/forms). `deleted` lists the Trash instead, each with its numeric `id`
+ * for restoring. Actors with only `open_form.list` (Data Collectors) see published, open or closing
+ * forms. @throws 404.1 unknown project; 403.1 without form.list / open_form.list.
+ */
+export async function listForms(ctx: Ctx, projectId: number, opts: { deleted: boolean; extended: boolean }) {
+  const project = await getProjectOrNotFound(ctx, projectId);
+  const full = await can(ctx, 'form.list', projectActee(project));
+  if (!full) await canOrReject(ctx, opts.deleted ? 'form.list' : 'open_form.list', projectActee(project));
+  const rows = await ctx.db
+    .select()
+    .from(forms)
+    .where(and(eq(forms.projectId, project.id), opts.deleted ? isNotNull(forms.deletedAt) : isNull(forms.deletedAt)))
+    .orderBy(asc(forms.xmlFormId), asc(forms.id));
+  const out: Array<Record<string, unknown>> = [];
+  for (const form of rows) {
+    if (!full && (form.currentDefId == null || form.state === 'closed')) continue;
+    const def = await displayedDef(ctx, form);
+    const json: Record<string, unknown> = { ...formJson(form, def) };
+    if (opts.deleted) Object.assign(json, { id: form.id, deletedAt: iso(form.deletedAt) });
+    if (opts.extended) Object.assign(json, await extendedFormFields(ctx, form, def));
+    out.push(json);
+  }
+  return out;
+}
+
+/**
+ * Creates a form from an XForm (POST P/forms): as a draft (with a Draft Token), or published with
+ * `publish`. Workflow warning deletedFormExists (same xmlFormId in the Trash) fails unless ignored.
+ * @returns Form JSON. Effects: actee, form, definition, expected attachment rows; audit `form.create`.
+ * @throws 404.1 project; 403.1 without form.create; 400.1/400.2 unparseable or no id; 400.27 no meta
+ *   group; 400.16 warnings; 409.3 a live form has the xmlFormId; 501.3 spreadsheets (XLSForm issue).
+ */
+export async function createForm(ctx: Ctx, projectId: number, input: UploadInput & { publish: boolean }): Promise<FormJson> {
+  const project = await getProjectOrNotFound(ctx, projectId);
+  await canOrReject(ctx, 'form.create', projectActee(project));
+  const upload = readUpload(input.body, input.contentType);
+  if (!upload.parsed.hasMeta) throw problems.form.missingMeta();
+  const { xmlFormId } = upload.parsed;
+  return withTx(ctx, async (tx) => {
+    const existing = await tx.db.select().from(forms).where(and(eq(forms.projectId, project.id), eq(forms.xmlFormId, xmlFormId)));
+    if (existing.some((f) => f.deletedAt == null)) {
+      throw problems.user.uniquenessViolation({ fields: ['projectId', 'xmlFormId'], values: [String(project.id), xmlFormId], table: 'forms' });
+    }
+    if (!input.ignoreWarnings && existing.length > 0) {
+      throw problems.form.formWarnings({ workflowWarnings: [{ type: 'deletedFormExists', details: { xmlFormId } }] });
+    }
+    const acteeId = crypto.randomUUID();
+    await tx.db.insert(actees).values({ id: acteeId, species: species.form, parent: project.acteeId });
+    const [form] = await tx.db
+      .insert(forms)
+      .values({ projectId: project.id, xmlFormId, acteeId, createdBy: tx.auth.actor?.id ?? null, draftToken: input.publish ? null : generateToken() })
+      .returning();
+    const def = await insertDef(tx, form!, upload, input.publish);
+    const [saved] = await tx.db
+      .update(forms)
+      .set(input.publish ? { currentDefId: def.id } : { draftDefId: def.id })
+      .where(eq(forms.id, form!.id))
+      .returning();
+    await audit(tx, tx, 'form.create', acteeId, null);
+    return formJson(saved!, def);
+  });
+}
+
+/** One form (GET F); extended adds counts, createdBy and, for form.update holders, publishNotes. */
+export async function getForm(ctx: Ctx, projectId: number, xmlFormId: string, extended: boolean) {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canReadFormOrReject(ctx, f);
+  const def = await displayedDef(ctx, f.form);
+  const json = formJson(f.form, def);
+  if (!extended) return json;
+  const mayUpdate = await can(ctx, 'form.update', { acteeId: f.form.acteeId, species: species.form, parents: [f.project.acteeId] });
+  return { ...json, ...(await extendedFormFields(ctx, f.form, def)), ...(mayUpdate ? { publishNotes: def.publishNotes } : {}) };
+}
+
+export const PatchFormInput = z.object({
+  state: z.enum(['open', 'closing', 'closed']).optional(),
+  webformsEnabled: z.boolean().optional(),
+});
+
+/**
+ * Changes a form's state (open, closing, closed) or webformsEnabled (PATCH F).
+ * @returns Form JSON. Effects: forms row, updatedAt; audit `form.update` `{ data }`.
+ * @throws 404.1; 403.1 without form.update; 400.x bad body (unknown state: 400.8).
+ */
+export async function patchForm(ctx: Ctx, projectId: number, xmlFormId: string, body: unknown): Promise<FormJson> {
+  return withTx(ctx, async (tx) => {
+    const f = await getFormOrNotFound(tx, projectId, xmlFormId);
+    await canOnFormOrReject(tx, 'form.update', f);
+    const data = parseInput(PatchFormInput, body);
+    const [form] = await tx.db.update(forms).set({ ...data, updatedAt: new Date() }).where(eq(forms.id, f.form.id)).returning();
+    await audit(tx, tx, 'form.update', f.form.acteeId, { data });
+    return formJson(form!, await displayedDef(tx, form!));
+  });
+}
+
+/**
+ * Moves a form to the Trash (DELETE F); its xmlFormId is free again. Restorable for 30 days.
+ * Effects: forms.deletedAt, draft token cleared; audit `form.delete`. @throws 404.1; 403.1 without form.delete.
+ */
+export async function deleteForm(ctx: Ctx, projectId: number, xmlFormId: string): Promise<void> {
+  await withTx(ctx, async (tx) => {
+    const f = await getFormOrNotFound(tx, projectId, xmlFormId);
+    await canOnFormOrReject(tx, 'form.delete', f);
+    await tx.db.update(forms).set({ deletedAt: new Date(), draftToken: null }).where(eq(forms.id, f.form.id));
+    await audit(tx, tx, 'form.delete', f.form.acteeId, null);
+  });
+}
+
+/**
+ * Restores a form from the Trash by numeric id (POST P/forms/{id}/restore).
+ * Effects: clears deletedAt; audit `form.restore`.
+ * @throws 404.1 not in the Trash (or purged); 403.1 without form.restore; 409.3 a live form now has
+ *   the same xmlFormId.
+ */
+export async function restoreForm(ctx: Ctx, projectId: number, formId: number): Promise<void> {
+  await withTx(ctx, async (tx) => {
+    const project = await getProjectOrNotFound(tx, projectId);
+    const [form] = await tx.db.select().from(forms).where(and(eq(forms.id, formId), eq(forms.projectId, project.id), isNotNull(forms.deletedAt)));
+    if (!form) throw problems.user.notFound();
+    await canOrReject(tx, 'form.restore', projectActee(project));
+    const [live] = await tx.db.select().from(forms).where(and(eq(forms.projectId, project.id), eq(forms.xmlFormId, form.xmlFormId), isNull(forms.deletedAt)));
+    if (live) throw problems.user.uniquenessViolation({ fields: ['projectId', 'xmlFormId'], values: [String(project.id), form.xmlFormId], table: 'forms' });
+    await tx.db.update(forms).set({ deletedAt: null }).where(eq(forms.id, form.id));
+    await audit(tx, tx, 'form.restore', form.acteeId, null);
+  });
+}
+
+/** The XML of the published definition (GET F.xml). @throws 404.1 (also when never published); 403.1. */
+export async function getFormXml(ctx: Ctx, projectId: number, xmlFormId: string): Promise<string> {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canReadFormOrReject(ctx, f);
+  return (await getDefOrNotFound(ctx, f.form.currentDefId)).xml;
+}
+
+/** Schema fields (GET F/fields, F/draft/fields, F/versions/{v}/fields); `odata` sanitises names. */
+function fieldsOut(fields: FormField[], odata: boolean): FormField[] {
+  return odata ? odataFields(fields) : fields;
+}
+
+/** GET F/fields. @throws 404.1 (never published); 403.1. */
+export async function getFields(ctx: Ctx, projectId: number, xmlFormId: string, odata: boolean): Promise<FormField[]> {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canReadFormOrReject(ctx, f);
+  return fieldsOut((await getDefOrNotFound(ctx, f.form.currentDefId)).fields, odata);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drafts
+
+async function loadDraft(ctx: Ctx, projectId: number, xmlFormId: string, verb: string) {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, verb, f);
+  return { ...f, draft: await getDefOrNotFound(ctx, f.form.draftDefId) };
+}
+
+/** GET F/draft: Form JSON of the draft plus its draftToken. @throws 404.1 no draft; 403.1 without form.update. */
+export async function getDraft(ctx: Ctx, projectId: number, xmlFormId: string, extended: boolean) {
+  const { form, draft } = await loadDraft(ctx, projectId, xmlFormId, 'form.update');
+  const json = formJson(form, draft, form.draftToken);
+  return extended ? { ...json, ...(await extendedFormFields(ctx, form, draft)) } : json;
+}
+
+/** GET F/draft.xml. */
+export async function getDraftXml(ctx: Ctx, projectId: number, xmlFormId: string): Promise<string> {
+  return (await loadDraft(ctx, projectId, xmlFormId, 'form.update')).draft.xml;
+}
+
+/** GET F/draft/fields. */
+export async function getDraftFields(ctx: Ctx, projectId: number, xmlFormId: string, odata: boolean): Promise<FormField[]> {
+  return fieldsOut((await loadDraft(ctx, projectId, xmlFormId, 'form.update')).draft.fields, odata);
+}
+
+/**
+ * Creates or replaces the draft (POST F/draft): from an uploaded XForm, or, with an empty body and
+ * no Content-Type, a copy of the published definition. The Draft Token and attachments whose name
+ * and type still match carry over. A field may not change type from any earlier version (400.17);
+ * removed fields are a Structure Change warning (400.16 unless ignoreWarnings).
+ * Effects: new draft definition (the previous draft is deleted); audit `form.update.draft.set` or
+ *   `form.update.draft.replace`.
+ * @throws 404.1; 403.1 without form.update; 400.x parse errors; 400.8 a different xmlFormId;
+ *   400.16; 400.17; 400.27 no meta group.
+ */
+export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, input: UploadInput): Promise<void> {
+  await withTx(ctx, async (tx) => {
+    const f = await getFormOrNotFound(tx, projectId, xmlFormId);
+    await canOnFormOrReject(tx, 'form.update', f);
+    const published = f.form.currentDefId == null ? null : await getDefOrNotFound(tx, f.form.currentDefId);
+    let upload;
+    if (input.body.byteLength === 0 && (input.contentType == null || input.contentType === '')) {
+      if (!published) throw problems.user.notFound();
+      upload = readUpload(new TextEncoder().encode(published.xml), 'application/xml');
+    } else {
+      upload = readUpload(input.body, input.contentType);
+    }
+    const p = upload.parsed;
+    if (p.xmlFormId !== f.form.xmlFormId) {
+      throw problems.user.unexpectedValue({ field: 'xmlFormId', value: p.xmlFormId, reason: 'did not match the form ID in the URL' });
+    }
+    if (!p.hasMeta) throw problems.form.missingMeta();
+    const earlier = await tx.db.select({ fields: formDefs.fields }).from(formDefs).where(and(eq(formDefs.formId, f.form.id), isNotNull(formDefs.publishedAt)));
+    checkFieldTypes(earlier.map((d) => d.fields), p.fields);
+    const removed = removedFields(published?.fields ?? null, p.fields);
+    if (removed.length > 0 && !input.ignoreWarnings) {
+      throw problems.form.formWarnings({ workflowWarnings: [{ type: 'structureChanged', details: removed }] });
+    }
+    const previousDraftId = f.form.draftDefId;
+    const def = await insertDef(tx, f.form, upload, false);
+    const source = previousDraftId ?? f.form.currentDefId;
+    if (source != null) await carryAttachments(tx, source, def.id);
+    await tx.db
+      .update(forms)
+      .set({ draftDefId: def.id, draftToken: f.form.draftToken ?? generateToken(), updatedAt: new Date() })
+      .where(eq(forms.id, f.form.id));
+    if (previousDraftId != null) await deleteUnpublishedDef(tx, previousDraftId);
+    await audit(tx, tx, previousDraftId != null ? 'form.update.draft.replace' : 'form.update.draft.set', f.form.acteeId, { newDraftDefId: def.id });
+  });
+}
+
+/**
+ * Publishes the draft (POST F/draft/publish). `version` first replaces the draft's version string
+ * (the XML changes, and so its hashes); `notes` come from X-Action-Notes.
+ * Effects: the draft becomes the current definition; draft token ends; audit `form.update.publish`.
+ * @throws 404.1 no draft; 403.1 without form.update; 409.6 that version was already published.
+ */
+export async function publishDraft(ctx: Ctx, projectId: number, xmlFormId: string, version: string | undefined, notes: string | null): Promise<void> {
+  await withTx(ctx, async (tx) => {
+    const { form, draft } = await loadDraft(tx, projectId, xmlFormId, 'form.update');
+    let def = draft;
+    if (version != null) {
+      const xml = setFormVersion(draft.xml, version);
+      const parsed = readUpload(new TextEncoder().encode(xml), 'application/xml').parsed;
+      [def] = await tx.db
+        .update(formDefs)
+        .set({ xml, version: parsed.version, hash: parsed.hash, sha: parsed.sha, sha256: parsed.sha256 })
+        .where(eq(formDefs.id, draft.id))
+        .returning() as [typeof draft];
+    }
+    const clash = (await publishedDefs(tx, form.id)).find((d) => d.version === def.version);
+    if (clash) throw problems.form.versionUniquenessViolation({ xmlFormId: form.xmlFormId, version: def.version });
+    await tx.db.update(formDefs).set({ publishedAt: new Date(), publishedBy: tx.auth.actor?.id ?? null, publishNotes: notes }).where(eq(formDefs.id, def.id));
+    await tx.db
+      .update(forms)
+      .set({ currentDefId: def.id, draftDefId: null, draftToken: null, updatedAt: new Date() })
+      .where(eq(forms.id, form.id));
+    await audit(tx, tx, 'form.update.publish', form.acteeId, { oldDefId: form.currentDefId, newDefId: def.id }, notes);
+  });
+}
+
+/**
+ * Deletes the draft (DELETE F/draft); the published version stays.
+ * Effects: draft definition and its attachment rows removed, token ended; audit `form.update.draft.delete`.
+ * @throws 404.1 no draft; 403.1 without form.update; 409.7 the form was never published.
+ */
+export async function deleteDraft(ctx: Ctx, projectId: number, xmlFormId: string): Promise<void> {
+  await withTx(ctx, async (tx) => {
+    const { form, draft } = await loadDraft(tx, projectId, xmlFormId, 'form.update');
+    if (form.currentDefId == null) throw problems.form.noPublishedVersion();
+    await tx.db.update(forms).set({ draftDefId: null, draftToken: null }).where(eq(forms.id, form.id));
+    await deleteUnpublishedDef(tx, draft.id);
+    await audit(tx, tx, 'form.update.draft.delete', form.acteeId, { oldDraftDefId: draft.id });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Published versions
+
+/** Central writes a blank version as `___` in version URLs. */
+const versionFromUrl = (v: string) => (v === '___' ? '' : v);
+
+/**
+ * All published versions, newest first (GET F/versions); extended adds publishedBy and publishNotes.
+ * @throws 404.1; 403.1 without form.read.
+ */
+export async function listVersions(ctx: Ctx, projectId: number, xmlFormId: string, extended: boolean) {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'form.read', f);
+  const defs = await publishedDefs(ctx, f.form.id);
+  if (!extended) return defs.map((d) => formJson(f.form, d));
+  const out = [];
+  for (const d of defs) {
+    const [by] = d.publishedBy == null ? [] : await ctx.db.select().from(actors).where(eq(actors.id, d.publishedBy));
+    out.push({ ...formJson(f.form, d), ...(await extendedFormFields(ctx, f.form, d)), publishedBy: by ? actorJson(by) : null, publishNotes: d.publishNotes });
+  }
+  return out;
+}
+
+/** One published version by its version string. @throws 404.1; 403.1 without form.read. */
+export async function getVersion(ctx: Ctx, projectId: number, xmlFormId: string, version: string) {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'form.read', f);
+  const def = (await publishedDefs(ctx, f.form.id)).find((d) => d.version === versionFromUrl(version));
+  if (!def) throw problems.user.notFound();
+  return { ...f, def };
+}
+
+/** GET F/versions/{version}. */
+export async function getVersionJson(ctx: Ctx, projectId: number, xmlFormId: string, version: string) {
+  const { form, def } = await getVersion(ctx, projectId, xmlFormId, version);
+  return formJson(form, def);
+}
+
+/** GET F/versions/{version}/fields. */
+export async function getVersionFields(ctx: Ctx, projectId: number, xmlFormId: string, version: string, odata: boolean) {
+  return fieldsOut((await getVersion(ctx, projectId, xmlFormId, version)).def.fields, odata);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trash purge
+
+/**
+ * Purges forms that have been in the Trash longer than 30 days (or all of them with `force`):
+ * their definitions, attachment rows, assignments and actee go, and blobs no longer referenced are
+ * deleted from the database and the store. A maintenance job (CLI `purge`).
+ * @returns the purged forms' ids. Effects: deletes rows and blobs; audit `form.purge` per form.
+ */
+export async function purgeForms(ctx: Ctx, opts: { force: boolean; now?: Date }): Promise<number[]> {
+  const cutoff = new Date((opts.now ?? new Date()).getTime() - TRASH_DAYS * 86_400_000);
+  const doomed = await ctx.db
+    .select()
+    .from(forms)
+    .where(opts.force ? isNotNull(forms.deletedAt) : and(isNotNull(forms.deletedAt), lt(forms.deletedAt, cutoff)))
+    .orderBy(desc(forms.id));
+  const purged: number[] = [];
+  for (const form of doomed) {
+    await withTx(ctx, async (tx) => {
+      await purgeOne(tx, form);
+      await audit(tx, tx, 'form.purge', form.acteeId, { formId: form.id, xmlFormId: form.xmlFormId });
+    });
+    purged.push(form.id);
+  }
+  const { deleteUnreferencedBlobs } = await import('./attachments');
+  await deleteUnreferencedBlobs(ctx);
+  return purged;
+}
+
+async function purgeOne(tx: Ctx, form: FormRow): Promise<void> {
+  await tx.db.update(forms).set({ currentDefId: null, draftDefId: null }).where(eq(forms.id, form.id));
+  await tx.db.delete(formAttachments).where(eq(formAttachments.formId, form.id));
+  await tx.db.delete(formDefs).where(eq(formDefs.formId, form.id));
+  await tx.db.delete(assignments).where(eq(assignments.acteeId, form.acteeId));
+  await tx.db.delete(forms).where(eq(forms.id, form.id));
+  await tx.db.update(actees).set({ purgedAt: new Date() }).where(eq(actees.id, form.acteeId));
+}

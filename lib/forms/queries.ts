@@ -1,0 +1,133 @@
+import { and, desc, eq, isNotNull, isNull } from 'drizzle-orm';
+import { actors, formAttachments, formDefs, forms, projects, type FormDefRow, type FormRow, type ProjectRow } from '../../drizzle/schema';
+import { actorJson, iso } from '../actors';
+import { can, canOrReject, rejection, type ActeeRef } from '../authz/can';
+import { species } from '../authz/verbs';
+import type { Ctx } from '../context';
+import { problems } from '../problem';
+import { getProjectOrNotFound } from '../projects';
+
+/** A live form with its project. */
+export interface LoadedForm {
+  form: FormRow;
+  project: ProjectRow;
+}
+
+/** The actee of a form: grants on the form, its project, 'form' or '*' apply. */
+export const formActee = (f: LoadedForm): ActeeRef => ({ acteeId: f.form.acteeId, species: species.form, parents: [f.project.acteeId] });
+
+/** Loads a live form of a live project. @throws Problem 404.1. Reads only. */
+export async function getFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string): Promise<LoadedForm> {
+  const project = await getProjectOrNotFound(ctx, projectId);
+  const [form] = await ctx.db
+    .select()
+    .from(forms)
+    .where(and(eq(forms.projectId, project.id), eq(forms.xmlFormId, xmlFormId), isNull(forms.deletedAt)));
+  if (!form) throw problems.user.notFound();
+  return { form, project };
+}
+
+/** Loads one definition. @throws Problem 404.1 when the id is null or unknown. */
+export async function getDefOrNotFound(ctx: Ctx, defId: number | null): Promise<FormDefRow> {
+  if (defId == null) throw problems.user.notFound();
+  const [def] = await ctx.db.select().from(formDefs).where(eq(formDefs.id, defId));
+  if (!def) throw problems.user.notFound();
+  return def;
+}
+
+/**
+ * Reading a form's definition: `form.read`, or `open_form.read` while the form is not closed (App
+ * Users, Data Collectors and public links see open and closing forms only).
+ * @throws Problem 401.2 / 403.1.
+ */
+export async function canReadFormOrReject(ctx: Ctx, f: LoadedForm): Promise<void> {
+  if (await can(ctx, 'form.read', formActee(f))) return;
+  if (f.form.state !== 'closed' && (await can(ctx, 'open_form.read', formActee(f)))) return;
+  throw rejection(ctx);
+}
+
+/** @throws 403.1 without `verb` on the form. */
+export const canOnFormOrReject = (ctx: Ctx, verb: string, f: LoadedForm) => canOrReject(ctx, verb, formActee(f));
+
+/** Form JSON in Central's key order (shared/fixtures/central-outputs/simple/api/form.json). */
+export interface FormJson {
+  projectId: number;
+  xmlFormId: string;
+  state: string;
+  enketoId: null;
+  enketoOnceId: null;
+  createdAt: string;
+  updatedAt: string | null;
+  webformsEnabled: boolean;
+  keyId: number | null;
+  version: string;
+  hash: string;
+  sha: string;
+  sha256: string;
+  draftToken: string | null;
+  publishedAt: string | null;
+  name: string | null;
+}
+
+/**
+ * @param def the definition whose metadata to show (the published one, else the draft).
+ * @param draftToken shown only in draft responses. Pure.
+ */
+export function formJson(form: FormRow, def: FormDefRow, draftToken: string | null = null): FormJson {
+  return {
+    projectId: form.projectId,
+    xmlFormId: form.xmlFormId,
+    state: form.state,
+    enketoId: null,
+    enketoOnceId: null,
+    createdAt: form.createdAt.toISOString(),
+    updatedAt: iso(form.updatedAt),
+    webformsEnabled: form.webformsEnabled,
+    keyId: def.keyId,
+    version: def.version,
+    hash: def.hash,
+    sha: def.sha,
+    sha256: def.sha256,
+    draftToken,
+    publishedAt: iso(def.publishedAt),
+    name: def.name,
+  };
+}
+
+/** The definition a form shows by default: the published one, else its draft. */
+export async function displayedDef(ctx: Ctx, form: FormRow): Promise<FormDefRow> {
+  return getDefOrNotFound(ctx, form.currentDefId ?? form.draftDefId);
+}
+
+/**
+ * Extended form metadata (X-Extended-Metadata): counts and creator. Submission counts stay 0 until
+ * the submissions issue stores submissions; publicLinks until public links exist.
+ */
+export async function extendedFormFields(ctx: Ctx, form: FormRow, def: FormDefRow) {
+  const [creator] = form.createdBy == null ? [] : await ctx.db.select().from(actors).where(eq(actors.id, form.createdBy));
+  return {
+    submissions: 0,
+    entityRelated: def.datasets.length > 0,
+    reviewStates: { received: 0, hasIssues: 0, edited: 0 },
+    lastSubmission: null,
+    excelContentType: null,
+    publicLinks: 0,
+    createdBy: creator ? actorJson(creator) : null,
+  };
+}
+
+/** Published definitions of a form, newest first. */
+export async function publishedDefs(ctx: Ctx, formId: number): Promise<FormDefRow[]> {
+  return ctx.db
+    .select()
+    .from(formDefs)
+    .where(and(eq(formDefs.formId, formId), isNotNull(formDefs.publishedAt)))
+    .orderBy(desc(formDefs.publishedAt), desc(formDefs.id));
+}
+
+/** Attachments rows of one definition. */
+export async function defAttachments(ctx: Ctx, defId: number) {
+  return ctx.db.select().from(formAttachments).where(eq(formAttachments.formDefId, defId)).orderBy(formAttachments.name);
+}
+
+export { projects };

@@ -1,0 +1,48 @@
+import type { Problem } from '../problem';
+import { problems } from '../problem';
+import { renderOpenRosaMessage } from '../xforms/openrosa-xml';
+
+/** Advertised on every OpenRosa response (spec, Submission rule 3: 100 megabytes, as Central writes it). */
+export const ACCEPT_CONTENT_LENGTH = '100000000';
+
+export const openRosaHeaders = {
+  'X-OpenRosa-Version': '1.0',
+  'X-OpenRosa-Accept-Content-Length': ACCEPT_CONTENT_LENGTH,
+};
+
+/**
+ * Whether a (routing) path is an OpenRosa endpoint: form list, manifest, submission, and the Draft
+ * Token paths. Their errors are OpenRosaResponse XML and their responses carry the OpenRosa headers.
+ */
+export function isOpenRosaPath(path: string): boolean {
+  return /\/(formList|manifest|submission)$/.test(path) || path.startsWith('/v1/test/');
+}
+
+/** Paths that must carry `X-OpenRosa-Version: 1.0` (the documents, not file downloads). */
+export function requiresOpenRosaHeader(path: string): boolean {
+  return /\/(formList|manifest|submission)$/.test(path);
+}
+
+/**
+ * Checks the request's X-OpenRosa-Version (exactly 1.0).
+ * @throws Problem 400.6 `{ field: 'X-OpenRosa-Version', value }`.
+ */
+export function checkOpenRosaVersion(value: string | undefined): void {
+  if (value?.trim() !== '1.0') throw problems.user.invalidHeader({ field: 'X-OpenRosa-Version', value: value ?? null });
+}
+
+/** An OpenRosa XML error for a 4xx Problem (Central: text/xml, no code in the body). */
+export function openRosaError(problem: Problem): Response {
+  return new Response(renderOpenRosaMessage(problem.message), {
+    status: problem.status,
+    headers: { 'Content-Type': 'text/xml; charset=utf-8', ...openRosaHeaders },
+  });
+}
+
+/** A 200 OpenRosa XML document with Central's headers. */
+export function openRosaXml(body: string, status = 200): Response {
+  return new Response(body, {
+    status,
+    headers: { 'Content-Type': 'text/xml; charset=utf-8', 'Cache-Control': 'private, no-cache', ...openRosaHeaders },
+  });
+}

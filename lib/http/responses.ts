@@ -1,0 +1,57 @@
+import type { Context } from 'hono';
+import type { Ctx } from '../context';
+import { problems } from '../problem';
+import type { AppEnv } from './app';
+
+/** `attachment; filename="…"; filename*=UTF-8''…` as Central writes it. */
+export function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+}
+
+/** An XML document (form definitions): application/xml as Central sends F.xml. */
+export const xmlResponse = (body: string) =>
+  new Response(body, { status: 200, headers: { 'Content-Type': 'application/xml; charset=utf-8' } });
+
+/**
+ * Streams a stored blob as a download with ETag (the MD5, quoted) and 304 on a matching
+ * If-None-Match. @throws Problem 404.1 when the store has lost the object.
+ */
+export async function blobResponse(
+  c: Context<AppEnv>,
+  ctx: Ctx,
+  file: { name: string; sha: string; md5: string; contentType: string },
+): Promise<Response> {
+  const etag = `"${file.md5}"`;
+  const match = c.req.header('if-none-match');
+  if (match != null && match.split(',').map((t) => t.trim().replace(/^W\//, '')).includes(etag)) {
+    return new Response(null, { status: 304, headers: { ETag: etag } });
+  }
+  const stream = await ctx.blobs.get(file.sha);
+  if (!stream) throw problems.user.notFound();
+  return new Response(stream, {
+    status: 200,
+    headers: { 'Content-Type': file.contentType, 'Content-Disposition': contentDisposition(file.name), ETag: etag },
+  });
+}
+
+/** The origin for URLs in OpenRosa documents: BASE_URL when configured, else the request's. */
+export const publicOrigin = (c: Context<AppEnv>) => c.var.ctx.config.BASE_URL ?? new URL(c.req.url).origin;
+
+/**
+ * X-Action-Notes, percent-decoded. @throws Problem 400.6 when it does not decode.
+ */
+export function actionNotes(c: Context<AppEnv>): string | null {
+  const raw = c.req.header('x-action-notes');
+  if (raw == null) return null;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw problems.user.invalidHeader({ field: 'X-Action-Notes', value: raw });
+  }
+}
+
+/** The request body as bytes (form definitions, attachments). */
+export async function bodyBytes(c: Context<AppEnv>): Promise<Uint8Array> {
+  return new Uint8Array(await c.req.arrayBuffer());
+}

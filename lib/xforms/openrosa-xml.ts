@@ -1,0 +1,62 @@
+/**
+ * OpenRosa XML renderers (shared/reference/odk-docs/openrosa-form-list.rst, openrosa-http.rst):
+ * the form list, the manifest and OpenRosaResponse messages. Pure; the layout follows Central's real
+ * output (shared/fixtures/central-outputs/withAttachments/openrosa/*.xml).
+ */
+const esc = (s: string) =>
+  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+export interface FormListEntry {
+  xmlFormId: string;
+  name: string;
+  version: string;
+  /** MD5 hex of the form XML. */
+  hash: string;
+  downloadUrl: string;
+  /** Only for forms that expect attachments. */
+  manifestUrl: string | null;
+}
+
+/** `<xforms xmlns="http://openrosa.org/xforms/xformsList">…` with one `<xform>` per form. */
+export function renderFormList(entries: FormListEntry[]): string {
+  const items = entries.map((e) => `
+    <xform>
+      <formID>${esc(e.xmlFormId)}</formID>
+      <name>${esc(e.name)}</name>
+      <version>${esc(e.version)}</version>
+      <hash>md5:${e.hash}</hash>
+      <downloadUrl>${esc(e.downloadUrl)}</downloadUrl>${e.manifestUrl ? `
+      <manifestUrl>${esc(e.manifestUrl)}</manifestUrl>` : ''}
+    </xform>`).join('');
+  return `<?xml version="1.0" encoding="UTF-8"?>
+  <xforms xmlns="http://openrosa.org/xforms/xformsList">${items}
+  </xforms>`;
+}
+
+export interface ManifestEntry {
+  filename: string;
+  /** MD5 hex of the file. */
+  hash: string;
+  downloadUrl: string;
+}
+
+/** `<manifest xmlns="http://openrosa.org/xforms/xformsManifest">…` with one `<mediaFile>` per file. */
+export function renderManifest(entries: ManifestEntry[]): string {
+  const items = entries.map((e) => `
+    <mediaFile>
+      <filename>${esc(e.filename)}</filename>
+      <hash>md5:${e.hash}</hash>
+      <downloadUrl>${esc(e.downloadUrl)}</downloadUrl>
+    </mediaFile>`).join('');
+  return `<?xml version="1.0" encoding="UTF-8"?>
+  <manifest xmlns="http://openrosa.org/xforms/xformsManifest">${items}
+  </manifest>`;
+}
+
+/** An OpenRosaResponse with one message; `nature` 'error' for failures, '' for success (Central). */
+export function renderOpenRosaMessage(message: string, nature: 'error' | '' = 'error'): string {
+  return `
+  <OpenRosaResponse xmlns="http://openrosa.org/http/response" items="0">
+    <message nature="${nature}">${esc(message)}</message>
+  </OpenRosaResponse>`;
+}

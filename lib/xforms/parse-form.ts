@@ -1,0 +1,491 @@
+/**
+ * XForm definition parser: reads what Fieldbase needs out of an ODK XForm (the `ParsedForm` contract
+ * in ./types.ts). Pure (no I/O, no `node:` imports): runs on Node and Cloudflare Workers.
+ *
+ * Sources: ODK XForms spec (shared/reference/odk-xforms-spec.md: primary instance, bindings, body,
+ * itext media, secondary instances), the Entities spec (odk-xforms-spec-entities.md, plus the
+ * 2024.1/2025.1 notes in shared/reference/README.md), and Central's captured outputs
+ * (shared/fixtures/central-outputs/<form>/api/fields*.json, withAttachments/api/form-attachments.json).
+ * Field typing, repeat de-duplication, `meta/audit` binarity, expected attachments and OData name
+ * sanitising follow the rules of central-backend 4f5943d1 (`getFormFields`, `expectedFormAttachments`,
+ * `sanitizeOdataIdentifier`), with the deviations documented on each function.
+ */
+import { SaxesParser } from 'saxes';
+import { md5, sha1 } from '@noble/hashes/legacy.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { problems } from '../problem';
+import type { DatasetDeclaration, ExpectedAttachment, FormField, ParsedForm } from './types';
+
+// ─────────────────────────────────────────────────────────────────────────────
+// A minimal element tree built from saxes events.
+
+interface El {
+  /** Qualified name as written (`h:title`, `orx:meta`, `data`). */
+  name: string;
+  /** Local name (prefix removed). */
+  local: string;
+  /** Attributes with their qualified names. */
+  attrs: Record<string, string>;
+  children: El[];
+  /** Concatenated direct text (and CDATA) children. */
+  text: string;
+}
+
+const localName = (qname: string): string => {
+  const i = qname.indexOf(':');
+  return i < 0 ? qname : qname.slice(i + 1);
+};
+
+/** Strips the prefix of every step of a slash path (`/data/orx:meta/x:id` → `/data/meta/id`). */
+const stripPrefixes = (path: string): string => path.replace(/(^|\/)[^:/]+:([^/]+)/g, '$1$2');
+
+/** An attribute by local name, whatever its prefix (Central matches attributes the same way). */
+const attr = (el: El, local: string): string | undefined => {
+  const direct = el.attrs[local];
+  if (direct !== undefined) return direct;
+  for (const [k, v] of Object.entries(el.attrs)) if (localName(k) === local) return v;
+  return undefined;
+};
+
+const child = (el: El | undefined, local: string): El | undefined => el?.children.find((c) => c.local === local);
+
+function* descendants(el: El): Generator<El> {
+  for (const c of el.children) {
+    yield c;
+    yield* descendants(c);
+  }
+}
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Tolerance for bare ampersands.
+
+/**
+ * `&` that does not start a predefined entity or a character reference, outside CDATA sections and
+ * comments. Real forms carry them (`<h:title>People & Trees</h:title>`); Central's lenient parser
+ * takes them as literal text, so we escape them before the strict parse. Undeclared named entities
+ * (`&nbsp;`) are literal text too: without a DTD they cannot be defined, and DTDs are refused.
+ */
+const BARE_AMP = /<!\[CDATA\[[\s\S]*?\]\]>|<!--[\s\S]*?-->|&(?!(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)/g;
+
+/** Escapes bare ampersands; returns the text and the offsets (in the new text) of each insertion. */
+function escapeBareAmpersands(xml: string): { text: string; inserted: number[] } {
+  if (!xml.includes('&')) return { text: xml, inserted: [] };
+  const inserted: number[] = [];
+  let shift = 0;
+  const text = xml.replace(BARE_AMP, (m: string, offset: number) => {
+    if (m !== '&') return m;
+    inserted.push(offset + shift + 1); // the four added chars `amp;` start right after the `&`
+    shift += 4;
+    return '&amp;';
+  });
+  return { text, inserted };
+}
+
+/** Maps an offset in the escaped text back to the original, then to a 1-based line and column. */
+function lineColumn(original: string, escapedOffset: number, inserted: number[]): { line: number; column: number } {
+  let offset = escapedOffset;
+  for (const at of inserted) {
+    if (at >= escapedOffset) break;
+    offset -= Math.min(4, escapedOffset - at);
+  }
+  offset = Math.max(0, Math.min(offset, original.length));
+  let line = 1;
+  let lineStart = 0;
+  for (let i = original.indexOf('\n'); i >= 0 && i < offset; i = original.indexOf('\n', i + 1)) {
+    line += 1;
+    lineStart = i + 1;
+  }
+  return { line, column: offset - lineStart + 1 };
+}
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Strict parse into a tree.
+
+class XmlFailure extends Error {
+  constructor(
+    readonly reason: string,
+    readonly offset: number,
+    /** Whether any element had been opened before the failure (else: not XML, 400.2 formId). */
+    readonly sawElement: boolean,
+  ) {
+    super(reason);
+  }
+}
+
+/** Thrown inside saxes handlers to stop once the root element has closed. */
+const DONE = Symbol('done');
+
+function parseTree(text: string): El {
+  const parser = new SaxesParser({ xmlns: false, position: true });
+  const stack: El[] = [];
+  let root: El | undefined;
+  let sawElement = false;
+
+  parser.on('error', (err: Error) => {
+    throw new XmlFailure(err.message.replace(/^\d+:\d+: /, ''), parser.position, sawElement);
+  });
+  parser.on('doctype', () => {
+    const at = text.lastIndexOf('<!DOCTYPE', parser.position);
+    // Always a 400.1 (never "no formId"): the body is XML, and we refuse DTDs outright.
+    throw new XmlFailure('DOCTYPE declarations are not allowed', at >= 0 ? at : parser.position, true);
+  });
+  parser.on('opentag', (tag) => {
+    sawElement = true;
+    const el: El = { name: tag.name, local: localName(tag.name), attrs: tag.attributes as Record<string, string>, children: [], text: '' };
+    const parent = stack[stack.length - 1];
+    if (parent) parent.children.push(el);
+    else root = el;
+    stack.push(el);
+  });
+  parser.on('closetag', () => {
+    stack.pop();
+    // Central accepts anything after the root element (htmlparser2 is lenient there): stop here.
+    if (stack.length === 0) throw DONE;
+  });
+  const onText = (t: string) => {
+    const top = stack[stack.length - 1];
+    if (top) top.text += t;
+  };
+  parser.on('text', onText);
+  parser.on('cdata', onText);
+
+  try {
+    parser.write(text).close();
+  } catch (e) {
+    if (e !== DONE) throw e;
+  }
+  if (!root) throw new XmlFailure('document must contain a root element.', text.length, false);
+  return root;
+}
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Paths.
+
+/** Resolves an XPath `ref`/`nodeset` against a context path; namespace prefixes are stripped. */
+function resolvePath(ref: string, context: string): string {
+  const r = ref.trim();
+  const steps = r.startsWith('/') ? [] : context.split('/').filter(Boolean);
+  for (const step of r.split('/')) {
+    if (step === '' || step === '.') continue;
+    if (step === '..') steps.pop();
+    else steps.push(step);
+  }
+  return stripPrefixes(`/${steps.join('/')}`);
+}
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Fields.
+
+interface Bind {
+  type?: string;
+  saveto?: string;
+}
+
+/**
+ * Central's `getFormFields` walk: depth-first over the primary instance; a path in `repeats` is a
+ * repeat (listed once however many copies the instance holds); otherwise the first typed `<bind>`
+ * gives the type; otherwise an element with children (or an empty `meta/entity`) is a `structure`.
+ * Deviations, as specified for Fieldbase: a leaf with no typed bind is `string` (Central: `unknown`),
+ * and bind types lose their prefix (`xsd:int` → `int`; Central keeps it).
+ */
+function walkFields(
+  el: El,
+  rootPath: string,
+  basePath: string,
+  binds: Map<string, Bind>,
+  repeats: Set<string>,
+  selects: Set<string>,
+  out: FormField[],
+): void {
+  const seenRepeats = new Set<string>();
+  for (const c of el.children) {
+    const path = `${basePath}/${c.local}`;
+    const absolute = rootPath + path;
+    let type: string;
+    if (repeats.has(absolute)) {
+      if (seenRepeats.has(absolute)) continue;
+      seenRepeats.add(absolute);
+      type = 'repeat';
+    } else {
+      const bindType = binds.get(absolute)?.type;
+      if (bindType !== undefined) type = localName(bindType);
+      else if (c.children.length > 0) type = 'structure';
+      else if (c.local === 'entity' && path.includes('/meta/entity')) type = 'structure';
+      else type = 'string';
+    }
+    out.push({
+      path,
+      name: c.local,
+      type,
+      binary: type === 'binary' || path === '/meta/audit' ? true : null,
+      selectMultiple: selects.has(absolute) ? true : null,
+    });
+    if ((type === 'repeat' || type === 'structure') && c.children.length > 0)
+      walkFields(c, rootPath, path, binds, repeats, selects, out);
+  }
+}
+
+/** Repeat `nodeset`s and `select` refs of the body, resolved against enclosing group/repeat refs. */
+function bodyPaths(body: El | undefined): { repeats: Set<string>; selects: Set<string>; hasQueryInput: boolean; searches: El[] } {
+  const repeats = new Set<string>();
+  const selects = new Set<string>();
+  const searches: El[] = [];
+  let hasQueryInput = false;
+  const visit = (el: El, context: string) => {
+    for (const c of el.children) {
+      const ref = attr(c, 'nodeset') ?? attr(c, 'ref');
+      const here = ref !== undefined ? resolvePath(ref, context) : context;
+      if (c.local === 'repeat') {
+        const nodeset = attr(c, 'nodeset');
+        if (nodeset !== undefined) repeats.add(resolvePath(nodeset, context));
+      } else if (c.local === 'select') {
+        if (ref !== undefined) selects.add(here);
+      } else if (c.local === 'input' && attr(c, 'query') !== undefined) {
+        hasQueryInput = true;
+      }
+      if ((c.local === 'select' || c.local === 'select1') && (attr(c, 'appearance') ?? '').includes('search')) searches.push(c);
+      visit(c, c.local === 'group' || c.local === 'repeat' ? here : context);
+    }
+  };
+  if (body) visit(body, '');
+  return { repeats, selects, hasQueryInput, searches };
+}
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Attachments.
+
+const JR_PATH = /^jr:\/\/(?:images|audio|video|file|file-csv)\/([^/]+)$/;
+const jrPathName = (x: string): string | null => JR_PATH.exec(x.trim())?.[1] ?? null;
+const MEDIA_FORMS: Record<string, ExpectedAttachment['type']> = { image: 'image', audio: 'audio', video: 'video', 'big-image': 'image' };
+
+/**
+ * The first argument of a `search('name', …)` appearance, as Central reads it: `name.csv` (`.csv`
+ * added unless present); null when there is none or it has leading/trailing spaces.
+ */
+function searchAppearanceFile(appearance: string): string | null {
+  const m = /^\s*(?:\w*\s+)?search\s*\(\s*("|')(.+)\)\s*$/.exec(appearance);
+  if (!m) return null;
+  const quote = m[1] as string;
+  const rest = m[2] as string;
+  // First CSV field of quote + rest, with `quote` as the quote character ("" escapes it).
+  let name = '';
+  let i = 0;
+  for (;;) {
+    const q = rest.indexOf(quote, i);
+    if (q < 0)
+      throw problems.user.unexpectedValue({ field: 'search() appearance', value: appearance, reason: 'broken syntax, maybe unmatched quotes?' });
+    name += rest.slice(i, q);
+    if (rest[q + 1] === quote) {
+      name += quote;
+      i = q + 2;
+      continue;
+    }
+    const after = rest.slice(q + 1).trimStart();
+    if (after !== '' && !after.startsWith(','))
+      throw problems.user.unexpectedValue({ field: 'search() appearance', value: appearance, reason: 'broken syntax, maybe unmatched quotes?' });
+    break;
+  }
+  if (/^\s|\s$/.test(name) || name === '') return null;
+  return name.endsWith('.csv') ? name : `${name}.csv`;
+}
+
+/**
+ * Central's `expectedFormAttachments`, in its order: secondary `<instance src="jr://file/…">`
+ * (file), itext `<value form="image|audio|video|big-image">jr://…/x</value>`, `jr://images/…`
+ * default values of instance children (image), `<input query>` (itemsets.csv), then the
+ * `search('name')` appearance of selects (name.csv). Only `jr://(images|audio|video|file|file-csv)/`
+ * with a bare file name counts. Each name is listed once (first wins; Central keys on name and type).
+ * Central has no `pulldata()` rule: a pulldata CSV must be declared as a secondary instance.
+ */
+function expectedAttachments(model: El | undefined, body: { hasQueryInput: boolean; searches: El[] }): ExpectedAttachment[] {
+  const found: ExpectedAttachment[] = [];
+  const instances = model ? model.children.filter((c) => c.local === 'instance') : [];
+  for (const inst of instances) {
+    const src = attr(inst, 'src');
+    const name = src === undefined ? null : jrPathName(src);
+    if (name !== null) found.push({ name, type: 'file' });
+  }
+  for (const itext of model ? model.children.filter((c) => c.local === 'itext') : [])
+    for (const tr of itext.children)
+      if (tr.local === 'translation')
+        for (const t of tr.children)
+          if (t.local === 'text')
+            for (const v of t.children) {
+              const form = v.local === 'value' ? attr(v, 'form') : undefined;
+              if (form === undefined) continue;
+              const type = Object.hasOwn(MEDIA_FORMS, form) ? MEDIA_FORMS[form] : undefined;
+              const name = jrPathName(v.text);
+              if (type !== undefined && name !== null) found.push({ name, type });
+            }
+  for (const inst of instances)
+    for (const item of inst.children[0]?.children ?? [])
+      if (/^jr:\/\/images\/./.test(item.text)) {
+        const name = jrPathName(item.text);
+        if (name !== null) found.push({ name, type: 'image' });
+      }
+  if (body.hasQueryInput) found.push({ name: 'itemsets.csv', type: 'file' });
+  for (const s of body.searches) {
+    const name = searchAppearanceFile(attr(s, 'appearance') ?? '');
+    if (name !== null) found.push({ name, type: 'file' });
+  }
+  const seen = new Set<string>();
+  return found.filter((a) => (seen.has(a.name) ? false : (seen.add(a.name), true)));
+}
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Entities.
+
+/**
+ * Every `meta/entity` (any depth, any prefixes) of the primary instance with a `dataset`: its name
+ * (trimmed), path, actions (`create` / `update` attribute present, whatever its value, as Central),
+ * and the fields saved to it (`…:saveto` on their bind), each given to the entity whose container
+ * (the parent of its `meta`) is the nearest ancestor of the field (entities 2025.1: one per repeat
+ * or group). Validation (spec version, names, missing actions) is left to the caller.
+ */
+function datasetDeclarations(root: El, fields: FormField[], binds: Map<string, Bind>, rootPath: string): DatasetDeclaration[] {
+  const out: Array<DatasetDeclaration & { container: string }> = [];
+  const visit = (el: El, path: string) => {
+    for (const c of el.children) {
+      const p = `${path}/${c.local}`;
+      if (el.local === 'meta' && c.local === 'entity') {
+        const dataset = attr(c, 'dataset');
+        // A repeat's copies (jr:template and instances) declare the same entity: list it once.
+        if (dataset !== undefined && !out.some((d) => d.entityPath === p)) {
+          const actions: DatasetDeclaration['actions'] = [];
+          if (attr(c, 'create') !== undefined) actions.push('create');
+          if (attr(c, 'update') !== undefined) actions.push('update');
+          out.push({ name: dataset.trim(), entityPath: p, actions, properties: [], container: path.slice(0, path.lastIndexOf('/')) });
+        }
+      }
+      visit(c, p);
+    }
+  };
+  visit(root, '');
+  if (out.length === 0) return [];
+  for (const f of fields) {
+    const saveto = binds.get(rootPath + f.path)?.saveto;
+    if (saveto === undefined) continue;
+    let owner: (typeof out)[number] | undefined;
+    for (const d of out)
+      if (f.path.startsWith(`${d.container}/`) && (!owner || d.container.length > owner.container.length)) owner = d;
+    owner?.properties.push({ name: saveto, path: f.path });
+  }
+  return out.map(({ container: _container, ...d }) => d);
+}
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Entry points.
+
+const formIdMissing = () => problems.user.missingParameter({ field: 'formId' });
+
+/**
+ * Parses an XForm definition.
+ *
+ * Input: the form XML as a string or its raw bytes (UTF-8). Output: a `ParsedForm` (./types.ts):
+ * xmlFormId/version from the primary instance root (first `<instance>` without `id` in
+ * `html/head/model`), title, MD5/SHA-1/SHA-256 of the exact bytes (strings are UTF-8 encoded),
+ * the submission element's key and action, `hasMeta`, fields in Central's `GET F/fields` shape and
+ * order, expected form attachments, and entity-list declarations.
+ *
+ * Lenient where Central is: undeclared prefixes (`orx:`, `entities:`), bare `&` (literal text),
+ * anything after the root element's end tag. Strict otherwise: no DTD (so no entity expansion).
+ *
+ * Throws (Problem):
+ * - 400.2 `{ field: 'formId' }` when no element can be found at all (not XML), when there is no
+ *   html/head/model/instance root, or when its `id` is missing or blank (Central's answer).
+ * - 400.1 (`problems.user.unparseableXml`, details format, rawLength, line, column, reason) for
+ *   malformed XML once an element was seen (truncated, mismatched tags, a DOCTYPE, bad characters).
+ * - 400.8 for a `search()` appearance with unmatched quotes (Central's wording).
+ *
+ * Spec: ODK XForms (shared/reference/odk-xforms-spec.md), Entities (odk-xforms-spec-entities.md);
+ * Central behaviour from shared/fixtures/central-outputs.
+ */
+export function parseForm(input: string | Uint8Array): ParsedForm {
+  const bytes = typeof input === 'string' ? new TextEncoder().encode(input) : input;
+  const xml = typeof input === 'string' ? input : new TextDecoder('utf-8').decode(input);
+
+  const { text, inserted } = escapeBareAmpersands(xml);
+  let root: El;
+  try {
+    root = parseTree(text);
+  } catch (e) {
+    if (!(e instanceof XmlFailure)) throw e;
+    if (!e.sawElement) throw formIdMissing();
+    const { line, column } = lineColumn(xml, e.offset, inserted);
+    throw problems.user.unparseableXml({ format: 'xforms xml', rawLength: xml.length, line, column, reason: e.reason });
+  }
+
+  const head = root.local === 'html' ? child(root, 'head') : undefined;
+  const model = child(head, 'model');
+  const instances = model ? model.children.filter((c) => c.local === 'instance') : [];
+  const primary = instances.find((i) => attr(i, 'id') === undefined) ?? instances[0];
+  const dataRoot = primary?.children[0];
+  const xmlFormId = dataRoot ? attr(dataRoot, 'id') : undefined;
+  if (!dataRoot || xmlFormId === undefined || xmlFormId.trim() === '') throw formIdMissing();
+
+  const rootPath = `/${dataRoot.local}`;
+  const binds = new Map<string, Bind>();
+  for (const b of model?.children ?? []) {
+    if (b.local !== 'bind') continue;
+    const nodeset = attr(b, 'nodeset');
+    if (nodeset === undefined) continue;
+    const path = resolvePath(nodeset, rootPath);
+    const entry = binds.get(path) ?? {};
+    const type = attr(b, 'type');
+    if (entry.type === undefined && type !== undefined) entry.type = type;
+    const saveto = attr(b, 'saveto');
+    if (entry.saveto === undefined && saveto !== undefined) entry.saveto = saveto;
+    binds.set(path, entry);
+  }
+
+  const body = bodyPaths(child(root, 'body'));
+  const fields: FormField[] = [];
+  walkFields(dataRoot, rootPath, '', binds, body.repeats, body.selects, fields);
+
+  const title = child(head, 'title');
+  const submission = child(model, 'submission');
+  const entitiesVersion = model ? attr(model, 'entities-version') : undefined;
+
+  return {
+    xmlFormId,
+    version: attr(dataRoot, 'version') ?? '',
+    name: title && title.text !== '' ? title.text : null,
+    hash: bytesToHex(md5(bytes)),
+    sha: bytesToHex(sha1(bytes)),
+    sha256: bytesToHex(sha256(bytes)),
+    base64RsaPublicKey: (submission && attr(submission, 'base64RsaPublicKey')) ?? null,
+    submissionUrl: (submission && attr(submission, 'action')) ?? null,
+    hasMeta: dataRoot.children.some((c) => c.local === 'meta'),
+    fields,
+    attachments: expectedAttachments(model, body),
+    datasets: datasetDeclarations(dataRoot, fields, binds, rootPath),
+    entitiesVersion: entitiesVersion ?? null,
+  };
+}
+
+/**
+ * Central's `GET F/fields?odata=true`: the same fields with `name` and every `path` step made a
+ * valid OData identifier (`sanitizeOdataIdentifier`): a `_` is put in front of a name that starts with
+ * something other than an ASCII letter or `_`, then each run of characters other than ASCII letters,
+ * digits and `_` becomes one `_` (`my-field.x` → `my_field_x`, `1st` → `_1st`). Pure; throws nothing.
+ * Source: central-backend lib/util/util.js + schema.js `sanitizeFieldsForOdata`; the captured
+ * fields-odata.json files equal fields.json because their names are already valid.
+ */
+export function odataFields(fields: FormField[]): FormField[] {
+  return fields.map((f) => ({
+    path: f.path.split('/').map(sanitizeOdataIdentifier).join('/'),
+    name: sanitizeOdataIdentifier(f.name),
+    type: f.type,
+    binary: f.binary,
+    selectMultiple: f.selectMultiple,
+  }));
+}
+
+/**
+ * One name as an OData identifier (see `odataFields`). Input: any string; output: the sanitised one
+ * ('' stays ''). Throws nothing.
+ */
+export function sanitizeOdataIdentifier(name: string): string {
+  return name.replace(/^([^a-z_])/i, '_$1').replace(/([^a-z0-9_]+)/gi, '_');
+}
