@@ -39,7 +39,7 @@ export const ConfigSchema = z.object({
    * The public origin clients reach the server at (https://forms.example.org), used in OpenRosa
    * form lists and manifests. Unset: the origin of each request.
    */
-  BASE_URL: opt(z.string().url().transform((u) => u.replace(/\/+$/, ''))),
+  PUBLIC_URL: opt(z.string().url().transform((u) => u.replace(/\/+$/, ''))),
   LOG_LEVEL: z.preprocess(blankToUndefined, z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info')),
   /** Largest JSON body accepted, bytes (Central's body parser: 250 kB). */
   MAX_JSON_BYTES: z.preprocess(blankToUndefined, z.coerce.number().int().positive().default(250_000)),

@@ -1,11 +1,12 @@
 /**
  * `npm run cli -- <command> [--email E] [--password P]`: administration without the API.
- * Commands: user-create, user-promote, user-set-password, blobs-sweep, sessions-purge. With the embedded database,
+ * Commands: user-create, user-promote, user-set-password, blobs-sweep, sessions-purge, purge. With the embedded database,
  * stop the server first (PGlite allows one process at a time).
  */
 import { parseArgs } from 'node:util';
 import { sweepOrphanBlobs } from '../../lib/blobs';
 import { purgeExpiredSessions } from '../../lib/sessions';
+import { purgeForms } from '../../lib/forms';
 import { ConfigError } from '../../lib/config';
 import { systemCtx } from '../../lib/context';
 import { Problem } from '../../lib/problem';
@@ -18,13 +19,14 @@ const usage = `usage: npm run cli -- <command> [options]
   user-promote --email E                 make a user a site administrator
   user-set-password --email E --password P
   blobs-sweep                            delete stored blobs no database row refers to
-  sessions-purge                         delete expired sessions`;
+  sessions-purge                         delete expired sessions
+  purge [--force]                        purge forms in the Trash for over 30 days (--force: all of them now)`;
 
 async function main(): Promise<number> {
   const { positionals, values } = parseArgs({
     args: process.argv.slice(2),
     allowPositionals: true,
-    options: { email: { type: 'string' }, password: { type: 'string' }, help: { type: 'boolean' } },
+    options: { email: { type: 'string' }, password: { type: 'string' }, force: { type: 'boolean' }, help: { type: 'boolean' } },
   });
   const command = positionals[0];
   if (!command || values.help) {
@@ -57,6 +59,11 @@ async function main(): Promise<number> {
       case 'blobs-sweep': {
         const deleted = await sweepOrphanBlobs(ctx);
         console.log(`Deleted ${deleted.length} orphaned blob(s).`);
+        break;
+      }
+      case 'purge': {
+        const purged = await purgeForms(ctx, { force: values.force === true });
+        console.log(`Purged ${purged.length} form(s) from the Trash.`);
         break;
       }
       case 'sessions-purge':

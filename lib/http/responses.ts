@@ -35,8 +35,8 @@ export async function blobResponse(
   });
 }
 
-/** The origin for URLs in OpenRosa documents: BASE_URL when configured, else the request's. */
-export const publicOrigin = (c: Context<AppEnv>) => c.var.ctx.config.BASE_URL ?? new URL(c.req.url).origin;
+/** The origin for URLs in OpenRosa documents: PUBLIC_URL when configured, else the request's. */
+export const publicOrigin = (c: Context<AppEnv>) => c.var.ctx.config.PUBLIC_URL ?? new URL(c.req.url).origin;
 
 /**
  * X-Action-Notes, percent-decoded. @throws Problem 400.6 when it does not decode.

@@ -183,8 +183,8 @@ interface Bind {
 }
 
 /**
- * Central's `getFormFields` walk: depth-first over the primary instance; a path in `repeats` is a
- * repeat (listed once however many copies the instance holds); otherwise the first typed `<bind>`
+ * Central's `getFormFields` walk: depth-first over the primary instance; each path is listed once
+ * (the first copy of a repeat wins); a path in `repeats` is a repeat; otherwise the first typed `<bind>`
  * gives the type; otherwise an element with children (or an empty `meta/entity`) is a `structure`.
  * Deviations, as specified for Fieldbase: a leaf with no typed bind is `string` (Central: `unknown`),
  * and bind types lose their prefix (`xsd:int` → `int`; Central keeps it).
@@ -197,15 +197,18 @@ function walkFields(
   repeats: Set<string>,
   selects: Set<string>,
   out: FormField[],
+  seen: Set<string> = new Set(),
 ): void {
-  const seenRepeats = new Set<string>();
   for (const c of el.children) {
     const path = `${basePath}/${c.local}`;
     const absolute = rootPath + path;
+    // A repeat's copies (jr:template + instances) share one path: list it once, from the first
+    // copy (Central). Fieldbase applies this to every element, so hand-written instances with
+    // repeated leaves do not yield duplicate paths (Central would list those twice).
+    if (seen.has(path)) continue;
+    seen.add(path);
     let type: string;
     if (repeats.has(absolute)) {
-      if (seenRepeats.has(absolute)) continue;
-      seenRepeats.add(absolute);
       type = 'repeat';
     } else {
       const bindType = binds.get(absolute)?.type;
@@ -222,7 +225,7 @@ function walkFields(
       selectMultiple: selects.has(absolute) ? true : null,
     });
     if ((type === 'repeat' || type === 'structure') && c.children.length > 0)
-      walkFields(c, rootPath, path, binds, repeats, selects, out);
+      walkFields(c, rootPath, path, binds, repeats, selects, out, seen);
   }
 }
 
