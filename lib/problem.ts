@@ -88,7 +88,7 @@ export const problems = {
       new Problem(400.17, `The form you have uploaded attempts to change the type of the field at ${d.path}. In a previous version, it had the type "${d.type}". Please either return that field to its previous type, or rename the field so it lives at a new path.`, d),
     missingMeta: () => new Problem(400.27, "The form does not contain a 'meta' group."),
     failedDraftAccess: () =>
-      new Problem(404.4, 'The draft you tried to access does not exist. Check that the draft token is correct, or that the draft has not been published or deleted.'),
+      new Problem(404.4, 'You tried to access a draft testing endpoint, but it does not exist anymore or your access is no longer valid. If the form has been published and you would like to submit to it, you should configure your device with an App User token. If there is a new draft, you may have to reconfigure your device from the draft settings.'),
     versionUniquenessViolation: (d: { xmlFormId: string; version: string }) =>
       new Problem(409.6, `You tried to publish the form '${d.xmlFormId}' with version '${d.version}', but a published form has already existed in this project with those identifiers.`, d),
     noPublishedVersion: () =>

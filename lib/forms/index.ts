@@ -167,7 +167,9 @@ export async function getFormXml(ctx: Ctx, projectId: number, xmlFormId: string)
 
 /** Schema fields (GET F/fields, F/draft/fields, F/versions/{v}/fields); `odata` sanitises names. */
 function fieldsOut(fields: FormField[], odata: boolean): FormField[] {
-  return odata ? odataFields(fields) : fields;
+  // jsonb storage reorders keys (name before path): rebuild Central's key order.
+  const ordered = fields.map((f) => ({ path: f.path, name: f.name, type: f.type, binary: f.binary, selectMultiple: f.selectMultiple }));
+  return odata ? odataFields(ordered) : ordered;
 }
 
 /** GET F/fields. @throws 404.1 (never published); 403.1. */

@@ -101,7 +101,7 @@ export async function formByDraftToken(ctx: Ctx, token: string, projectId: numbe
 }
 
 const draftBase = (origin: string, token: string, projectId: number, xmlFormId: string) =>
-  `${origin}/v1/test/${enc(token)}/projects/${projectId}/forms/${enc(xmlFormId)}/draft`;
+  `${origin}/v1/test/${token}/projects/${projectId}/forms/${enc(xmlFormId)}/draft`; // a stored token: [A-Za-z0-9!$], echoed as is
 
 /** The draft's form list for its Draft Token: that one form, pointing at the draft paths. */
 export async function draftFormList(ctx: Ctx, token: string, projectId: number, xmlFormId: string, origin: string): Promise<string> {

@@ -17,25 +17,33 @@ const spec = parse(readFileSync(new URL('../../../shared/reference/central-api.y
 const apps: Record<GroupName, { routes: Array<{ method: string; path: string }> }> = { projects, assignments, users, audits, forms };
 const methods = ['get', 'post', 'put', 'patch', 'delete', 'head'];
 
-/** Operations deliberately left to later issues, with the reason. */
-const deferred: Record<string, string> = {
-  'POST /v1/projects/{id}/key': 'managed encryption (encryption issue)',
-  'PATCH /v1/projects/{projectId}/app-users/{id}': 'actor properties (not in the foundation)',
-};
+/** Operations deliberately left to later issues (matched on "METHOD path"), with the reason. */
+const deferred: Array<[RegExp, string]> = [
+  [/^POST \/v1\/projects\/\{id\}\/key$/, 'managed encryption (encryption issue)'],
+  [/^PATCH \/v1\/projects\/\{projectId\}\/app-users\/\{id\}$/, 'actor properties (not in the foundation)'],
+  [/\/submissions|\/submission$|\.svc/, 'submissions, exports and OData (issues 4 to 6)'],
+  [/\/public-links/, 'public links (a later issue)'],
+  [/\/dataset-diff|\/datasets/, 'entities and datasets (entities issue)'],
+  [/\.xlsx$|\.xls$/, 'spreadsheets are answered, as 404 until the XLSForm issue keeps them'],
+];
 
-const norm = (p: string) => p.replace(/\{[^}]+\}/g, ':p').replace(/:[A-Za-z]+/g, ':p');
+/** A regex for a Hono route path: `:name{re}` keeps its pattern, `:name` is one segment. */
+const honoPathRegex = (path: string) =>
+  new RegExp(`^${path
+    .replace(/:[A-Za-z]+\{((?:[^{}]|\{[^}]*\})+)\}/g, (_m, re: string) => `(?:${re})`)
+    .replace(/:[A-Za-z]+/g, '[^/]+')}$`);
 const operations = Object.entries(spec.paths).flatMap(([path, ops]) =>
   Object.keys(ops).filter((m) => methods.includes(m)).map((m) => ({ method: m.toUpperCase(), path })));
-const sample = (p: string) => p.replace(/\{[^}]+\}/g, 'x');
+const sample = (p: string) => p.replace(/\{[^}]+\}/g, 'x1');
 
 describe('central-api.yaml ↔ group apps', () => {
   const routed = operations.filter((o) => groupFor(sample(o.path)) != null);
 
   test.each(routed.map((o) => [`${o.method} ${o.path}`, o] as const))('%s has a route', (key, o) => {
-    if (deferred[key]) return;
+    if (deferred.some(([re]) => re.test(key))) return;
     const group = groupFor(sample(o.path))!;
-    const have = apps[group].routes.filter((r) => r.method !== 'ALL').map((r) => `${r.method} ${norm(r.path)}`);
-    expect(have).toContain(`${o.method} ${norm(o.path)}`);
+    const matching = apps[group].routes.filter((r) => r.method === o.method && honoPathRegex(r.path).test(sample(o.path)));
+    expect(matching.length, `${key} in group ${group}`).toBeGreaterThan(0);
   });
 
   test('the foundation covers users, sessions, app users, roles, assignments, projects and audits', () => {

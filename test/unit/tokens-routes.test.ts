@@ -36,7 +36,9 @@ describe('route table', () => {
     ['/v1/roles/admin', 'assignments'],
     ['/v1/assignments', 'assignments'],
     ['/v1/audits', 'audits'],
-    ['/v1/projects/7/forms', null],
+    ['/v1/projects/7/forms', 'forms'],
+    ['/v1/projects/7/formList', 'forms'],
+    ['/v1/test/tok/projects/7/forms/simple/draft/formList', 'forms'],
     ['/v2/projects', null],
   ])('%s → %s', (path, group) => {
     expect(groupFor(path)).toBe(group);
