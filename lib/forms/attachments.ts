@@ -117,7 +117,7 @@ export async function uploadDraftAttachment(ctx: Ctx, projectId: number, xmlForm
     const { f, defId } = await resolveDef(tx, projectId, xmlFormId, { kind: 'draft' });
     const [row] = await tx.db.select().from(formAttachments).where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
     if (!row) throw problems.user.notFound();
-    const type = contentType?.split(';')[0]?.trim() || null;
+    const type = contentType?.trim() || null; // kept whole, as Central serves it back
     const blob = await storeBlob(tx, body, type);
     await tx.db
       .update(formAttachments)

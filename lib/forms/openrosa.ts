@@ -1,5 +1,5 @@
-import { and, asc, eq, inArray, isNotNull, isNull } from 'drizzle-orm';
-import { assignments, formAttachments, blobs, formDefs, forms, roles } from '../../drizzle/schema';
+import { and, asc, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
+import { assignments, formAttachments, blobs, formDefs, forms, projects, roles } from '../../drizzle/schema';
 import { requireActor } from '../authz/can';
 import { species } from '../authz/verbs';
 import type { Ctx } from '../context';
@@ -7,7 +7,7 @@ import { problems } from '../problem';
 import { getProjectOrNotFound } from '../projects';
 import { renderFormList, renderManifest, type FormListEntry } from '../xforms/openrosa-xml';
 import { fileOf, type AttachmentFile } from './attachments';
-import { canReadFormOrReject, getDefOrNotFound, getFormOrNotFound } from './queries';
+import { canReadFormOrReject, getDefOrNotFound, type LoadedForm } from './queries';
 
 /**
  * Where URLs in OpenRosa documents point: the server's public origin plus the prefix the client
@@ -31,35 +31,38 @@ const enc = encodeURIComponent;
 export async function formList(ctx: Ctx, projectId: number, base: UrlBase): Promise<string> {
   const actor = requireActor(ctx);
   const project = await getProjectOrNotFound(ctx, projectId);
-  const grants = await ctx.db
-    .select({ acteeId: assignments.acteeId, verbs: roles.verbs })
-    .from(assignments)
-    .innerJoin(roles, eq(roles.id, assignments.roleId))
-    .where(eq(assignments.actorId, actor.id));
-  const readable = (acteeIds: string[]) =>
-    grants.some((g) => acteeIds.includes(g.acteeId) && (g.verbs.includes('form.read') || g.verbs.includes('open_form.read')));
+  // One query (Collect polls this): only the columns the list shows (never the XML), the rights
+  // check and "expects attachments" in SQL. Readable: a grant of form.read or open_form.read on '*',
+  // 'form' or the project (uncorrelated: evaluated once), or on the form itself (a hashed set of the
+  // actor's actee ids) — not a per-form correlated subquery, which costs ~7 ms at 200 forms.
+  const reading = sql`(${roles.verbs} @> '["form.read"]'::jsonb or ${roles.verbs} @> '["open_form.read"]'::jsonb)`;
+  const readable = or(
+    sql`exists (select 1 from ${assignments} inner join ${roles} on ${roles.id} = ${assignments.roleId}
+      where ${assignments.actorId} = ${actor.id} and ${assignments.acteeId} in (${species.all}, ${species.form}, ${project.acteeId}) and ${reading})`,
+    sql`${forms.acteeId} in (select ${assignments.acteeId} from ${assignments} inner join ${roles} on ${roles.id} = ${assignments.roleId}
+      where ${assignments.actorId} = ${actor.id} and ${reading})`,
+  );
   const rows = await ctx.db
-    .select({ form: forms, def: formDefs })
+    .select({
+      xmlFormId: forms.xmlFormId,
+      name: formDefs.name,
+      version: formDefs.version,
+      hash: formDefs.hash,
+      hasAttachments: sql<boolean>`exists (select 1 from ${formAttachments} where ${formAttachments.formDefId} = ${formDefs.id})`.mapWith(Boolean),
+    })
     .from(forms)
     .innerJoin(formDefs, eq(formDefs.id, forms.currentDefId))
-    .where(and(eq(forms.projectId, project.id), isNull(forms.deletedAt), eq(forms.state, 'open')))
+    .where(and(eq(forms.projectId, project.id), isNull(forms.deletedAt), eq(forms.state, 'open'), readable))
     .orderBy(asc(forms.xmlFormId));
-  const visible = rows.filter((r) => readable([species.all, species.form, project.acteeId, r.form.acteeId]));
-  const withAttachments = new Set(
-    visible.length === 0 ? [] : (await ctx.db
-      .selectDistinct({ defId: formAttachments.formDefId })
-      .from(formAttachments)
-      .where(inArray(formAttachments.formDefId, visible.map((r) => r.def.id)))).map((r) => r.defId),
-  );
-  const entries: FormListEntry[] = visible.map(({ form, def }) => {
-    const formUrl = `${base.origin}${base.prefix}/projects/${project.id}/forms/${enc(form.xmlFormId)}`;
+  const entries: FormListEntry[] = rows.map((r) => {
+    const formUrl = `${base.origin}${base.prefix}/projects/${project.id}/forms/${enc(r.xmlFormId)}`;
     return {
-      xmlFormId: form.xmlFormId,
-      name: def.name ?? form.xmlFormId,
-      version: def.version,
-      hash: def.hash,
+      xmlFormId: r.xmlFormId,
+      name: r.name ?? r.xmlFormId,
+      version: r.version,
+      hash: r.hash,
       downloadUrl: `${formUrl}.xml`,
-      manifestUrl: withAttachments.has(def.id) ? `${formUrl}/manifest` : null,
+      manifestUrl: r.hasAttachments ? `${formUrl}/manifest` : null,
     };
   });
   return renderFormList(entries);
@@ -76,14 +79,31 @@ async function manifestFor(ctx: Ctx, defId: number, attachmentBase: string): Pro
 }
 
 /**
+ * getFormOrNotFound in one round trip (Collect fetches a manifest per form): a live form of a live
+ * project. @throws Problem 404.1.
+ */
+async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string): Promise<LoadedForm> {
+  const [row] = Number.isSafeInteger(projectId)
+    ? await ctx.db
+      .select({ form: forms, project: projects })
+      .from(forms)
+      .innerJoin(projects, eq(projects.id, forms.projectId))
+      .where(and(eq(projects.id, projectId), isNull(projects.deletedAt), eq(forms.xmlFormId, xmlFormId), isNull(forms.deletedAt)))
+    : [];
+  if (!row) throw problems.user.notFound();
+  return row;
+}
+
+/**
  * The manifest of a published form (GET F/manifest): the files the server holds, with `md5:` hashes
  * and download URLs. @throws 401.2/403.1; 404.1 unknown or never-published form.
  */
 export async function manifest(ctx: Ctx, projectId: number, xmlFormId: string, base: UrlBase): Promise<string> {
-  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  const f = await liveFormOrNotFound(ctx, projectId, xmlFormId);
   await canReadFormOrReject(ctx, f);
-  const def = await getDefOrNotFound(ctx, f.form.currentDefId);
-  return manifestFor(ctx, def.id, `${base.origin}${base.prefix}/projects/${f.project.id}/forms/${enc(f.form.xmlFormId)}/attachments`);
+  // currentDefId is a foreign key: no need to load the definition (and its XML) to know it exists.
+  if (f.form.currentDefId == null) throw problems.user.notFound();
+  return manifestFor(ctx, f.form.currentDefId, `${base.origin}${base.prefix}/projects/${f.project.id}/forms/${enc(f.form.xmlFormId)}/attachments`);
 }
 
 /**

@@ -1,0 +1,169 @@
+/**
+ * OpenRosa under load, as a fleet of Collect devices makes it: the real local server (route table,
+ * authentication, OpenRosa middleware) on a loopback port, 20 concurrent clients looping over
+ * GET P/formList and GET F/manifest (random form) with App User keys and X-OpenRosa-Version: 1.0.
+ *
+ * Seed: one project, 200 published forms (simple.xml under distinct ids, each expecting one or two
+ * CSV media files that are uploaded before publishing), 20 App Users each assigned to every form.
+ * Runs on DATABASE_URL when set (use a fresh database), else PGlite in memory. BENCH_SECONDS sets the
+ * duration (30 s), BENCH_CLIENTS the concurrency (20). Prints requests/s and p50/p95/p99 per kind
+ * and the ratio p95 / 50 ms (target: p95 < 50 ms). Every request goes to 127.0.0.1.
+ *
+ *   npx tsx bench/formlist.ts
+ */
+import { serve } from '@hono/node-server';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eq, inArray } from 'drizzle-orm';
+import { assignments, forms, roles } from '../drizzle/schema';
+import { localApp } from '../infra/local/app';
+import { systemCtx } from '../lib/context';
+import { createLogger } from '../lib/log';
+import { createProject } from '../lib/projects';
+import { withDeps } from '../lib/runtime/entry';
+import { loadConfig, processEnv } from '../lib/runtime/env';
+import { createFsBlobStore } from '../lib/runtime/fs-blobs';
+import { openDatabase } from '../lib/runtime/node';
+import { createUserTask, promoteUserTask } from '../lib/users/admin-tasks';
+
+const FORMS = 200;
+const APP_USERS = 20;
+const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 20);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
+const TARGET_MS = 50;
+
+const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '4' }, { localServer: true });
+const database = await openDatabase(config, { pgliteDir: 'memory://' });
+await database.migrate();
+const deps = { db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore(join(tmpdir(), `fieldbase-bench-fl-${process.pid}`)) };
+const ctx = systemCtx(deps);
+const app = withDeps(localApp(), () => ({ deps }));
+
+// ---------------------------------------------------------------------------------------------
+// Seed (in-process requests through the same route table, as an administrator)
+
+const t0 = performance.now();
+const email = `bench-fl-${Date.now()}@example.org`;
+await createUserTask(ctx, email, 'bench password 123');
+await promoteUserTask(ctx, email);
+const call = async (method: string, path: string, body?: BodyInit, headers: Record<string, string> = {}) => {
+  const res = await app.fetch(new Request(`http://127.0.0.1${path}`, { method, body, headers: { ...auth, ...headers } }));
+  if (res.status !== 200) throw new Error(`${method} ${path} → ${res.status}: ${await res.text()}`);
+  return res;
+};
+let auth: Record<string, string> = {};
+const session = (await (await call('POST', '/v1/sessions', JSON.stringify({ email, password: 'bench password 123' }), {
+  'Content-Type': 'application/json',
+})).json()) as { token: string };
+auth = { Authorization: `Bearer ${session.token}` };
+const project = await createProject(ctx, { name: `formList bench ${Date.now()}` });
+const P = `/v1/projects/${project.id}`;
+/** The same path under an App User's key: /v1/key/{token}/projects/{id}. */
+const keyed = (token: string) => `/v1/key/${token}/projects/${project.id}`;
+
+const simple = readFileSync(new URL('../../shared/fixtures/forms/simple.xml', import.meta.url), 'utf8');
+/** simple.xml as form `id` expecting `media` CSV files (secondary instances from jr://file/…). */
+const formXml = (id: string, media: string[]) => simple
+  .replace('id="simple"', `id="${id}"`)
+  .replace('<h:title>Simple</h:title>', `<h:title>Bench form ${id}</h:title>`)
+  .replace('<bind nodeset="/data/meta/instanceID"',
+    `${media.map((m, i) => `<instance id="list${i}" src="jr://file/${m}"/>\n      `).join('')}<bind nodeset="/data/meta/instanceID"`);
+
+const formIds: string[] = [];
+let mediaCount = 0;
+for (let i = 0; i < FORMS; i += 1) {
+  const id = `bench_${String(i).padStart(3, '0')}`;
+  const media = i % 2 === 0 ? [`${id}_a.csv`] : [`${id}_a.csv`, `${id}_b.csv`];
+  await call('POST', `${P}/forms`, formXml(id, media), { 'Content-Type': 'application/xml' });
+  for (const m of media) {
+    await call('POST', `${P}/forms/${id}/draft/attachments/${m}`, `name,label\n${id},${m}\nrow${i},Row ${i}\n`, { 'Content-Type': 'text/csv' });
+  }
+  await call('POST', `${P}/forms/${id}/draft/publish`);
+  formIds.push(id);
+  mediaCount += media.length;
+}
+
+const appUsers: Array<{ id: number; token: string }> = [];
+for (let i = 0; i < APP_USERS; i += 1) {
+  const res = await call('POST', `${P}/app-users`, JSON.stringify({ displayName: `Device ${i}` }), { 'Content-Type': 'application/json' });
+  appUsers.push((await res.json()) as { id: number; token: string });
+}
+// 4000 form-level App User grants in one insert (what POST F/assignments/app-user/{id} stores).
+const [appUserRole] = await database.db.select({ id: roles.id }).from(roles).where(eq(roles.system, 'app-user'));
+const formActees = await database.db.select({ acteeId: forms.acteeId }).from(forms).where(inArray(forms.xmlFormId, formIds));
+const grants = appUsers.flatMap((au) => formActees.map((f) => ({ actorId: au.id, roleId: appUserRole!.id, acteeId: f.acteeId })));
+for (let i = 0; i < grants.length; i += 1000) await database.db.insert(assignments).values(grants.slice(i, i + 1000));
+const seedSeconds = (performance.now() - t0) / 1000;
+
+// ---------------------------------------------------------------------------------------------
+// Serve on loopback and load it
+
+const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+await new Promise<void>((r) => server.once('listening', () => r()));
+const { port } = server.address() as AddressInfo;
+const base = `http://127.0.0.1:${port}`;
+const OR = { 'X-OpenRosa-Version': '1.0' };
+
+// Sanity: what a device sees before timing.
+{
+  const list = await (await fetch(`${base}${keyed(appUsers[0]!.token)}/formList`, { headers: OR })).text();
+  const listed = list.split('<xform>').length - 1;
+  const manifests = list.split('<manifestUrl>').length - 1;
+  if (listed !== FORMS || manifests !== FORMS) throw new Error(`formList lists ${listed} forms, ${manifests} manifests; expected ${FORMS}`);
+}
+
+type Kind = 'formList' | 'manifest';
+const samples: Record<Kind, number[]> = { formList: [], manifest: [] };
+const bytes: Record<Kind, number> = { formList: 0, manifest: 0 };
+let failures = 0;
+
+async function client(n: number, until: number): Promise<void> {
+  const prefix = `${base}${keyed(appUsers[n % APP_USERS]!.token)}`;
+  for (let i = n; performance.now() < until; i += 1) {
+    const kind: Kind = i % 2 === 0 ? 'formList' : 'manifest';
+    const url = kind === 'formList' ? `${prefix}/formList` : `${prefix}/forms/${formIds[Math.floor(Math.random() * FORMS)]}/manifest`;
+    const t = performance.now();
+    const res = await fetch(url, { headers: OR });
+    const body = await res.arrayBuffer();
+    const ms = performance.now() - t;
+    if (res.status !== 200) {
+      failures += 1;
+      continue;
+    }
+    samples[kind].push(ms);
+    bytes[kind] += body.byteLength;
+  }
+}
+
+// Warm-up (JIT, connection pools, plan cache), then the timed run.
+await Promise.all(Array.from({ length: CLIENTS }, (_, n) => client(n, performance.now() + 2000)));
+samples.formList = [];
+samples.manifest = [];
+bytes.formList = 0;
+bytes.manifest = 0;
+failures = 0;
+const start = performance.now();
+await Promise.all(Array.from({ length: CLIENTS }, (_, n) => client(n, start + SECONDS * 1000)));
+const elapsed = (performance.now() - start) / 1000;
+
+const pct = (s: number[], q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
+console.log(`database: ${database.kind}; seeded ${FORMS} forms (${mediaCount} media files), ${APP_USERS} App Users × ${FORMS} assignments in ${seedSeconds.toFixed(1)} s`);
+console.log(`load: ${CLIENTS} clients over http://127.0.0.1 for ${elapsed.toFixed(1)} s; failures: ${failures}`);
+let worst = 0;
+for (const kind of ['formList', 'manifest'] as const) {
+  const s = samples[kind].sort((a, b) => a - b);
+  const p95 = pct(s, 0.95);
+  worst = Math.max(worst, p95);
+  console.log(`${`GET ${kind}`.padEnd(14)} n=${s.length}  ${(s.length / elapsed).toFixed(1)} req/s  ` +
+    `avg ${(bytes[kind] / Math.max(1, s.length) / 1024).toFixed(1)} KiB  ` +
+    `p50=${pct(s, 0.5).toFixed(2)} ms  p95=${p95.toFixed(2)} ms  p99=${pct(s, 0.99).toFixed(2)} ms  ` +
+    `ratio p95/${TARGET_MS}ms=${(p95 / TARGET_MS).toFixed(3)}`);
+}
+const total = samples.formList.length + samples.manifest.length;
+console.log(`total          ${(total / elapsed).toFixed(1)} req/s; worst p95 ${worst.toFixed(2)} ms → ${worst < TARGET_MS ? 'within' : 'OVER'} the ${TARGET_MS} ms target`);
+
+await new Promise((r) => server.close(r));
+await database.close();
+process.exit(failures > 0 ? 1 : 0);
