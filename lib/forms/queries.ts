@@ -71,9 +71,10 @@ export interface FormJson {
 
 /**
  * @param def the definition whose metadata to show (the published one, else the draft).
- * @param draftToken shown only in draft responses. Pure.
+ * @param draftToken shown in draft responses; by default a draft (never-published) definition shows
+ *   the form's token, as Central's create response does. Pure.
  */
-export function formJson(form: FormRow, def: FormDefRow, draftToken: string | null = null): FormJson {
+export function formJson(form: FormRow, def: FormDefRow, draftToken: string | null = def.publishedAt == null ? form.draftToken : null): FormJson {
   return {
     projectId: form.projectId,
     xmlFormId: form.xmlFormId,

@@ -398,3 +398,19 @@ describe('Project with forms', () => {
     expect(await h.auditActions()).toEqual(['form.create', 'form.create', 'project.update', 'form.update']);
   });
 });
+
+describe('draftToken on a never-published form (Central: the create response carries it)', () => {
+  test('POST P/forms without publish answers the draft token; GET F/draft shows the same; a published form shows null', async () => {
+    const h = await harness();
+    const res = await h.post(`/v1/projects/${h.projectId}/forms`, { as: 'bob', body: formXml('withAttachments'), headers: xmlHeaders });
+    expect(res.status).toBe(200);
+    const created = await json<{ draftToken: string | null; publishedAt: string | null }>(res);
+    expect(created.publishedAt).toBeNull();
+    expect(created.draftToken).toMatch(/^[A-Za-z0-9!$]{64}$/);
+    const draft = await json<{ draftToken: string }>(await h.get(`/v1/projects/${h.projectId}/forms/withAttachments/draft`, { as: 'bob' }));
+    expect(draft.draftToken).toBe(created.draftToken);
+    const published = await json<{ draftToken: string | null }>(
+      await h.post(`/v1/projects/${h.projectId}/forms?publish=true`, { as: 'bob', body: formXml('simple'), headers: xmlHeaders }));
+    expect(published.draftToken).toBeNull();
+  });
+});
