@@ -6,6 +6,7 @@ import { canOrReject, speciesActee, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
 import { problems } from '../problem';
+import { formActee, getFormOrNotFound } from '../forms/queries';
 import { getProjectOrNotFound, projectActee } from '../projects';
 import { getRoleOrNotFound } from '../roles';
 import { canAssignRole } from './rules';
@@ -30,21 +31,10 @@ export async function projectScope(ctx: Ctx, projectId: number): Promise<Scope> 
   return { acteeId: project.acteeId, actee: projectActee(project) };
 }
 
-/** Loads a live form of a live project. @throws Problem 404.1. Reads only. */
-export async function getFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string): Promise<{ form: FormRow; projectActeeId: string }> {
-  const project = await getProjectOrNotFound(ctx, projectId);
-  const [form] = await ctx.db
-    .select()
-    .from(forms)
-    .where(and(eq(forms.projectId, project.id), eq(forms.xmlFormId, xmlFormId), isNull(forms.deletedAt)));
-  if (!form) throw problems.user.notFound();
-  return { form, projectActeeId: project.acteeId };
-}
-
 /** A form's scope (F/assignments). @throws 404.1 for an unknown project or form. */
 export async function formScope(ctx: Ctx, projectId: number, xmlFormId: string): Promise<Scope> {
-  const { form, projectActeeId } = await getFormOrNotFound(ctx, projectId, xmlFormId);
-  return { acteeId: form.acteeId, actee: { acteeId: form.acteeId, species: species.form, parents: [projectActeeId] } };
+  const loaded = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  return { acteeId: loaded.form.acteeId, actee: formActee(loaded) };
 }
 
 /**
