@@ -115,38 +115,48 @@ const OR = { 'X-OpenRosa-Version': '1.0' };
 }
 
 type Kind = 'formList' | 'manifest';
-const samples: Record<Kind, number[]> = { formList: [], manifest: [] };
-const bytes: Record<Kind, number> = { formList: 0, manifest: 0 };
-let failures = 0;
 
-async function client(n: number, until: number): Promise<void> {
-  const prefix = `${base}${keyed(appUsers[n % APP_USERS]!.token)}`;
-  for (let i = n; performance.now() < until; i += 1) {
-    const kind: Kind = i % 2 === 0 ? 'formList' : 'manifest';
-    const url = kind === 'formList' ? `${prefix}/formList` : `${prefix}/forms/${formIds[Math.floor(Math.random() * FORMS)]}/manifest`;
-    const t = performance.now();
-    const res = await fetch(url, { headers: OR });
-    const body = await res.arrayBuffer();
-    const ms = performance.now() - t;
-    if (res.status !== 200) {
-      failures += 1;
-      continue;
+// The load runs in a worker thread, so the 20 clients do not compete with the server for its event
+// loop (as real devices would not); the server thread only serves.
+const clientCode = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { prefixes, formIds, clients, warmupMs, seconds } = workerData;
+const OR = { 'X-OpenRosa-Version': '1.0' };
+async function run(until, out) {
+  await Promise.all(Array.from({ length: clients }, async (_, n) => {
+    const prefix = prefixes[n % prefixes.length];
+    for (let i = n; performance.now() < until; i += 1) {
+      const kind = i % 2 === 0 ? 'formList' : 'manifest';
+      const url = kind === 'formList' ? prefix + '/formList' : prefix + '/forms/' + formIds[Math.floor(Math.random() * formIds.length)] + '/manifest';
+      const t = performance.now();
+      const res = await fetch(url, { headers: OR });
+      const body = await res.arrayBuffer();
+      const ms = performance.now() - t;
+      if (res.status !== 200) { out.failures += 1; continue; }
+      out.samples[kind].push(ms);
+      out.bytes[kind] += body.byteLength;
     }
-    samples[kind].push(ms);
-    bytes[kind] += body.byteLength;
-  }
+  }));
 }
-
-// Warm-up (JIT, connection pools, plan cache), then the timed run.
-await Promise.all(Array.from({ length: CLIENTS }, (_, n) => client(n, performance.now() + 2000)));
-samples.formList = [];
-samples.manifest = [];
-bytes.formList = 0;
-bytes.manifest = 0;
-failures = 0;
-const start = performance.now();
-await Promise.all(Array.from({ length: CLIENTS }, (_, n) => client(n, start + SECONDS * 1000)));
-const elapsed = (performance.now() - start) / 1000;
+(async () => {
+  await run(performance.now() + warmupMs, { samples: { formList: [], manifest: [] }, bytes: { formList: 0, manifest: 0 }, failures: 0 });
+  const out = { samples: { formList: [], manifest: [] }, bytes: { formList: 0, manifest: 0 }, failures: 0 };
+  const start = performance.now();
+  await run(start + seconds * 1000, out);
+  out.elapsed = (performance.now() - start) / 1000;
+  parentPort.postMessage(out);
+})();
+`;
+const { Worker } = await import('node:worker_threads');
+const result = await new Promise<{ samples: Record<Kind, number[]>; bytes: Record<Kind, number>; failures: number; elapsed: number }>((resolve, reject) => {
+  const worker = new Worker(clientCode, {
+    eval: true,
+    workerData: { prefixes: appUsers.map((au) => `${base}${keyed(au.token)}`), formIds, clients: CLIENTS, warmupMs: 2000, seconds: SECONDS },
+  });
+  worker.once('message', resolve);
+  worker.once('error', reject);
+});
+const { samples, bytes, failures, elapsed } = result;
 
 const pct = (s: number[], q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
 console.log(`database: ${database.kind}; seeded ${FORMS} forms (${mediaCount} media files), ${APP_USERS} App Users × ${FORMS} assignments in ${seedSeconds.toFixed(1)} s`);

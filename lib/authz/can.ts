@@ -1,6 +1,7 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { assignments, roles } from '../../drizzle/schema';
 import type { Ctx } from '../context';
+import { prepared } from '../db/prepared';
 import { Problem, problems } from '../problem';
 import { impliedVerbs } from './verbs';
 
@@ -34,11 +35,19 @@ export function verbsOn(ctx: Ctx, actee: ActeeRef): Promise<Set<string>> {
   const cached = ctx.verbCache.get(cacheKey);
   if (cached) return cached;
   const p = (async () => {
-    const rows = await ctx.db
+    // Prepared (lib/db/prepared) with five actee slots, padded by repetition: every rights check runs it.
+    const slots = [0, 1, 2, 3, 4].map((i) => keys[Math.min(i, keys.length - 1)]!);
+    if (keys.length > 5) throw new Error('verbsOn: at most five actee keys');
+    const rows = await prepared(ctx.db, 'verbs_on', (d) => d
       .selectDistinct({ verb: sql<string>`jsonb_array_elements_text(${roles.verbs})` })
       .from(assignments)
       .innerJoin(roles, eq(roles.id, assignments.roleId))
-      .where(and(eq(assignments.actorId, actor.id), inArray(assignments.acteeId, keys)));
+      .where(and(
+        eq(assignments.actorId, sql.placeholder('actorId')),
+        inArray(assignments.acteeId, [0, 1, 2, 3, 4].map((i) => sql.placeholder(`k${i}`))),
+      ))
+      .prepare('verbs_on'))
+      .execute({ actorId: actor.id, k0: slots[0], k1: slots[1], k2: slots[2], k3: slots[3], k4: slots[4] });
     const verbs = new Set(rows.map((r) => r.verb));
     if (actor.acteeId === actee.acteeId) {
       if (actor.type === 'user') {

@@ -6,6 +6,7 @@ import { audit } from '../audits/log';
 import { canOrReject, speciesActee, verbsOn, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
+import { prepared } from '../db/prepared';
 import { problems } from '../problem';
 import { parseInput } from '../validation';
 import { canAssignRole } from '../assignments/rules';
@@ -39,7 +40,9 @@ export const projectActee = (p: Pick<ProjectRow, 'acteeId'>): ActeeRef => ({ act
 /** Loads a live project. @throws Problem 404.1 when missing or deleted. Reads only. */
 export async function getProjectOrNotFound(ctx: Ctx, id: number): Promise<ProjectRow> {
   const [row] = Number.isSafeInteger(id)
-    ? await ctx.db.select().from(projects).where(and(eq(projects.id, id), isNull(projects.deletedAt)))
+    ? await prepared(ctx.db, 'project_by_id', (d) =>
+      d.select().from(projects).where(and(eq(projects.id, sql.placeholder('id')), isNull(projects.deletedAt))).prepare('project_by_id'))
+      .execute({ id })
     : [];
   if (!row) throw problems.user.notFound();
   return row;

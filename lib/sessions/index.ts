@@ -1,10 +1,12 @@
-import { and, eq, gt, isNull, lte } from 'drizzle-orm';
+import { and, eq, gt, isNull, lte, sql } from 'drizzle-orm';
 import { actors, fieldKeys, projects, sessions } from '../../drizzle/schema';
 import { toActor } from '../actors';
 import { audit } from '../audits/log';
 import { sha256Hex } from '../blobs/hash';
 import { canOrReject } from '../authz/can';
 import { withTx, type Actor, type Ctx, type SessionInfo } from '../context';
+import type { Db } from '../db/client';
+import { prepared } from '../db/prepared';
 import { problems } from '../problem';
 import { parseInput } from '../validation';
 import { verifyUserPassword } from '../users/passwords';
@@ -46,17 +48,21 @@ export async function createSession(ctx: Ctx, actorId: number, expiresAt: Date):
  */
 export async function findSession(ctx: Ctx, token: string): Promise<{ actor: Actor; session: SessionInfo } | null> {
   if (!isValidToken(token)) return null;
-  const [row] = await ctx.db
-    .select({ s: sessions, a: actors })
-    .from(sessions)
-    .innerJoin(actors, eq(actors.id, sessions.actorId))
-    .where(and(eq(sessions.tokenHash, sha256Hex(token)), gt(sessions.expiresAt, new Date()), isNull(actors.deletedAt)));
+  const [row] = await sessionQuery(ctx.db).execute({ hash: sha256Hex(token), now: new Date().toISOString() });
   if (!row) return null;
   return {
     actor: toActor(row.a),
     session: { tokenHash: row.s.tokenHash, token, csrf: row.s.csrf, createdAt: row.s.createdAt, expiresAt: row.s.expiresAt },
   };
 }
+
+// Every authenticated request runs this lookup: prepared once per database handle (lib/db/prepared).
+const sessionQuery = (db: Db) => prepared(db, 'find_session', (d) => d
+  .select({ s: sessions, a: actors })
+  .from(sessions)
+  .innerJoin(actors, eq(actors.id, sessions.actorId))
+  .where(and(eq(sessions.tokenHash, sql.placeholder('hash')), gt(sessions.expiresAt, sql.placeholder('now')), isNull(actors.deletedAt)))
+  .prepare('find_session'));
 
 export const LoginInput = z.object({ email: z.string(), password: z.string() });
 
