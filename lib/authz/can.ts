@@ -48,7 +48,17 @@ export function verbsOn(ctx: Ctx, actee: ActeeRef): Promise<Set<string>> {
       ))
       .prepare('verbs_on'))
       .execute({ actorId: actor.id, k0: slots[0], k1: slots[1], k2: slots[2], k3: slots[3], k4: slots[4] });
-    const verbs = new Set(rows.map((r) => r.verb));
+    return completeVerbs(ctx, actee, rows.map((r) => r.verb));
+  })();
+  ctx.verbCache.set(cacheKey, p);
+  return p;
+}
+
+/** Adds Central's self rules and implied verbs to the verbs granted on an actee. */
+function completeVerbs(ctx: Ctx, actee: ActeeRef, granted: string[]): Set<string> {
+  const actor = ctx.auth.actor!;
+  const verbs = new Set(granted);
+  {
     if (actor.acteeId === actee.acteeId) {
       if (actor.type === 'user') {
         verbs.add('user.read');
@@ -59,10 +69,19 @@ export function verbsOn(ctx: Ctx, actee: ActeeRef): Promise<Set<string>> {
     for (const [verb, implied] of Object.entries(impliedVerbs)) {
       if (verbs.has(verb)) for (const v of implied) verbs.add(v);
     }
-    return verbs;
-  })();
-  ctx.verbCache.set(cacheKey, p);
-  return p;
+  }
+  return verbs;
+}
+
+/**
+ * Records verbs a query already fetched with the target (the grants on '*', the actee's species,
+ * the actee and its parents), so the rights check that follows needs no query of its own.
+ * No-op for anonymous requests.
+ */
+export function primeVerbs(ctx: Ctx, actee: ActeeRef, granted: string[]): void {
+  if (ctx.auth.actor == null) return;
+  ctx.verbCache ??= new Map();
+  ctx.verbCache.set([...new Set(acteeKeys(actee))].join('\u0000'), Promise.resolve(completeVerbs(ctx, actee, granted)));
 }
 
 /**

@@ -3,8 +3,9 @@
  * the form list, the manifest and OpenRosaResponse messages. Pure; the layout follows Central's real
  * output (shared/fixtures/central-outputs/withAttachments/openrosa/*.xml).
  */
-const esc = (s: string) =>
-  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const entities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
+// One scan, and none at all for the common case of nothing to escape (form lists are large).
+const esc = (s: string) => (/[&<>"]/.test(s) ? s.replace(/[&<>"]/g, (ch) => entities[ch]!) : s);
 
 export interface FormListEntry {
   xmlFormId: string;
