@@ -98,7 +98,7 @@ async function manifestFor(ctx: Ctx, defId: number, attachmentBase: string): Pro
  * manifest per form): a live form of a live project. The verbs prime the rights check.
  * @throws Problem 404.1.
  */
-async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string): Promise<LoadedForm> {
+async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string): Promise<LoadedForm & { files: Array<{ name: string; md5: string }> }> {
   const [row] = Number.isSafeInteger(projectId)
     ? await prepared(ctx.db, 'live_form_verbs', (d) => d
       .select({
@@ -109,6 +109,9 @@ async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string
           cross join lateral jsonb_array_elements_text(${roles.verbs}) as v(verb)
           where ${assignments.actorId} = ${sql.placeholder('actorId')}
             and ${assignments.acteeId} in (${species.all}, ${species.form}, ${forms.acteeId}, ${projects.acteeId}))`,
+        // The published definition's uploaded files, for the manifest (small: a form's media list).
+        files: sql<Array<{ name: string; md5: string }>>`(select coalesce(jsonb_agg(jsonb_build_object('name', fa.name, 'md5', b.md5) order by fa.name), '[]'::jsonb)
+          from ${formAttachments} fa inner join ${blobs} b on b.id = fa.blob_id where fa.form_def_id = ${forms.currentDefId})`,
       })
       .from(forms)
       .innerJoin(projects, eq(projects.id, forms.projectId))
@@ -120,7 +123,7 @@ async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string
   if (!row) throw problems.user.notFound();
   const loaded = { form: row.form, project: row.project };
   primeVerbs(ctx, formActee(loaded), row.verbs);
-  return loaded;
+  return { ...loaded, files: row.files };
 }
 
 /**
@@ -132,7 +135,8 @@ export async function manifest(ctx: Ctx, projectId: number, xmlFormId: string, b
   await canReadFormOrReject(ctx, f);
   // currentDefId is a foreign key: no need to load the definition (and its XML) to know it exists.
   if (f.form.currentDefId == null) throw problems.user.notFound();
-  return manifestFor(ctx, f.form.currentDefId, `${base.origin}${base.prefix}/projects/${f.project.id}/forms/${enc(f.form.xmlFormId)}/attachments`);
+  const attachmentBase = `${base.origin}${base.prefix}/projects/${f.project.id}/forms/${enc(f.form.xmlFormId)}/attachments`;
+  return renderManifest(f.files.map((r) => ({ filename: r.name, hash: r.md5, downloadUrl: `${attachmentBase}/${enc(r.name)}` })));
 }
 
 /**
