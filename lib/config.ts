@@ -28,6 +28,11 @@ export const ConfigSchema = z.object({
   BCRYPT_COST: z.preprocess(blankToUndefined, z.coerce.number().int().min(4).max(15).default(12)),
   /** Web user session lifetime in hours (Central: 24). */
   SESSION_LIFETIME_HOURS: z.preprocess(blankToUndefined, z.coerce.number().positive().max(24 * 365).default(24)),
+  /**
+   * Seconds a successful session lookup is remembered in memory (0: off). Revocations in the same
+   * process apply at once; another instance may accept a revoked token for this long.
+   */
+  SESSION_CACHE_SECONDS: z.preprocess(blankToUndefined, z.coerce.number().min(0).max(60).default(2)),
   ADMIN_EMAIL: opt(z.string().email()),
   ADMIN_PASSWORD: opt(z.string().min(10).max(72)),
   /**

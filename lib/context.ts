@@ -40,6 +40,8 @@ export interface Deps {
 
 interface TxState {
   onRollback: Array<() => Promise<void>>;
+  /** Run after the transaction committed (in-memory caches that must not see the old rows). */
+  onCommit: Array<() => void>;
   /** The database outside the transaction, usable once it has ended (rollback hooks). */
   root: Db;
 }
@@ -67,15 +69,23 @@ class Rollback extends Error {}
  */
 export async function withTx<T>(ctx: Ctx, fn: (ctx: Ctx) => Promise<T>): Promise<T> {
   if (ctx.tx) return fn(ctx);
-  const state: TxState = { onRollback: [], root: ctx.db };
+  const state: TxState = { onRollback: [], onCommit: [], root: ctx.db };
   try {
-    return await ctx.db.transaction(async (tx) => fn({ ...ctx, db: tx as unknown as Db, tx: state }));
+    const result = await ctx.db.transaction(async (tx) => fn({ ...ctx, db: tx as unknown as Db, tx: state }));
+    for (const hook of state.onCommit) hook();
+    return result;
   } catch (err) {
     for (const hook of state.onRollback.reverse()) {
       await hook().catch((e: unknown) => ctx.log.error('rollback hook failed', { err: e, requestId: ctx.requestId }));
     }
     throw err;
   }
+}
+
+/** Registers work to run once the current transaction has committed (at once outside one). */
+export function onCommit(ctx: Ctx, hook: () => void): void {
+  if (ctx.tx) ctx.tx.onCommit.push(hook);
+  else hook();
 }
 
 /**

@@ -7,6 +7,7 @@ import { audit } from '../audits/log';
 import { canOrReject, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
+import { forgetSessions } from '../sessions/cache';
 import { problems } from '../problem';
 import { getProjectOrNotFound, projectActee } from '../projects';
 import { createSession, NEVER } from '../sessions';
@@ -120,6 +121,7 @@ export async function deleteAppUser(ctx: Ctx, projectId: number, actorId: number
     await tx.db.update(actors).set({ deletedAt: now, updatedAt: now }).where(eq(actors.id, a.id));
     await tx.db.update(fieldKeys).set({ token: null }).where(eq(fieldKeys.actorId, a.id));
     await tx.db.delete(sessions).where(eq(sessions.actorId, a.id));
+    forgetSessions(tx);
     await tx.db.delete(assignments).where(eq(assignments.actorId, a.id));
     await audit(tx, tx, 'field_key.delete', a.acteeId, null);
   });

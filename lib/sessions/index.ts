@@ -10,10 +10,12 @@ import { prepared } from '../db/prepared';
 import { problems } from '../problem';
 import { parseInput } from '../validation';
 import { verifyUserPassword } from '../users/passwords';
+import { forgetSessions, generation, recall, remember } from './cache';
 import { generateToken, isValidToken } from './tokens';
 import { z } from 'zod';
 
 export { generateToken, isValidToken };
+export { forgetSessions } from './cache';
 
 /** Session JSON as POST /v1/sessions answers it (central-api.yaml, Logging in). */
 export interface SessionJson {
@@ -48,12 +50,16 @@ export async function createSession(ctx: Ctx, actorId: number, expiresAt: Date):
  */
 export async function findSession(ctx: Ctx, token: string): Promise<{ actor: Actor; session: SessionInfo } | null> {
   if (!isValidToken(token)) return null;
-  const [row] = await sessionQuery(ctx.db).execute({ hash: sha256Hex(token), now: new Date().toISOString() });
+  const hash = sha256Hex(token);
+  const cached = recall(ctx, hash);
+  if (cached) return { actor: cached.actor, session: { ...cached.session, token } };
+  const gen = generation(ctx);
+  const [row] = await sessionQuery(ctx.db).execute({ hash, now: new Date().toISOString() });
   if (!row) return null;
-  return {
-    actor: toActor(row.a),
-    session: { tokenHash: row.s.tokenHash, token, csrf: row.s.csrf, createdAt: row.s.createdAt, expiresAt: row.s.expiresAt },
-  };
+  const session = { tokenHash: row.s.tokenHash, csrf: row.s.csrf, createdAt: row.s.createdAt, expiresAt: row.s.expiresAt };
+  const actor = toActor(row.a);
+  remember(ctx, hash, { actor, session }, gen);
+  return { actor, session: { ...session, token } };
 }
 
 // Every authenticated request runs this lookup: prepared once per database handle (lib/db/prepared).
@@ -107,6 +113,7 @@ export async function endSession(ctx: Ctx, token: string): Promise<void> {
     const parents = actor.type === 'field_key' ? await fieldKeyParents(tx, actor.id) : [];
     await canOrReject(tx, 'session.end', { acteeId: actor.acteeId, species: actor.type, parents });
     await tx.db.delete(sessions).where(eq(sessions.tokenHash, found.session.tokenHash));
+    forgetSessions(tx);
     if (actor.type === 'field_key') {
       await tx.db.update(fieldKeys).set({ token: null }).where(eq(fieldKeys.actorId, actor.id));
     }
@@ -124,6 +131,7 @@ export async function endCurrentSession(ctx: Ctx): Promise<void> {
   const s = ctx.auth.session;
   if (s == null) throw problems.user.notFound();
   await ctx.db.delete(sessions).where(eq(sessions.tokenHash, s.tokenHash));
+  forgetSessions(ctx);
 }
 
 /**

@@ -7,6 +7,7 @@ import { audit } from '../audits/log';
 import { can, canOrReject, requireActor, speciesActee, verbsOn, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
+import { forgetSessions } from '../sessions/cache';
 import { problems } from '../problem';
 import { parseInput } from '../validation';
 import { checkPassword, hashPassword } from './passwords';
@@ -209,6 +210,7 @@ export async function deleteUser(ctx: Ctx, actorId: number): Promise<void> {
     await tx.db.update(actors).set({ deletedAt: now, updatedAt: now }).where(eq(actors.id, actorId));
     await tx.db.update(users).set({ deleted: true }).where(eq(users.actorId, actorId));
     await tx.db.delete(sessions).where(eq(sessions.actorId, actorId));
+    forgetSessions(tx);
     await tx.db.delete(assignments).where(eq(assignments.actorId, actorId));
     await audit(tx, tx, 'user.delete', actor.acteeId, null);
   });
@@ -233,6 +235,7 @@ export async function initiatePasswordReset(ctx: Ctx, body: unknown, invalidate:
       await withTx(ctx, async (tx) => {
         await tx.db.update(users).set({ passwordHash: null }).where(eq(users.actorId, found.actor.id));
         await tx.db.delete(sessions).where(eq(sessions.actorId, found.actor.id));
+        forgetSessions(tx);
         await audit(tx, tx, 'user.update', found.actor.acteeId, { data: { password: null } });
       });
     }

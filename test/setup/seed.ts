@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import { projects, sessions, users } from '../../drizzle/schema';
 import { grant, projectScope, siteScope } from '../../lib/assignments';
 import { sha256Hex } from '../../lib/blobs/hash';
-import { systemCtx, type Deps } from '../../lib/context';
+import { systemCtx, withTx, type Deps } from '../../lib/context';
 import { createProject } from '../../lib/projects';
 import { createUser } from '../../lib/users';
 import { DEFAULT_PROJECT, fixtureUsers } from '../fixtures/users';
@@ -21,20 +21,18 @@ export async function seedFixtures(deps: Deps): Promise<SeededFixtures> {
   const ctx = systemCtx(deps);
   const existing = await deps.db.select().from(users).where(eq(users.email, fixtureUsers.alice.email));
   if (existing.length === 0) {
-    await deps.db.transaction(async (tx) => {
-      const c = { ...ctx, db: tx as unknown as Deps['db'] };
+    await withTx(ctx, async (c) => {
       const ids: Record<string, number> = {};
       for (const [name, u] of Object.entries(fixtureUsers)) {
-        const created = await createUser({ ...c, tx: { onRollback: [], root: deps.db } }, { email: u.email, password: u.password, displayName: name });
+        const created = await createUser(c, { email: u.email, password: u.password, displayName: name });
         ids[name] = created.id;
-        await tx.insert(sessions).values({
+        await c.db.insert(sessions).values({
           tokenHash: sha256Hex(u.token), actorId: created.id, csrf: u.csrf, expiresAt: new Date('9999-12-31T00:00:00Z'),
         });
       }
-      const inTx = { ...c, tx: { onRollback: [], root: deps.db } };
-      await grant(inTx, siteScope(), 'admin', ids.alice!);
-      const project = await createProject(inTx, { name: DEFAULT_PROJECT });
-      await grant(inTx, await projectScope(inTx, project.id), 'manager', ids.bob!);
+      await grant(c, siteScope(), 'admin', ids.alice!);
+      const project = await createProject(c, { name: DEFAULT_PROJECT });
+      await grant(c, await projectScope(c, project.id), 'manager', ids.bob!);
     });
   }
   const rows = await deps.db.select({ id: users.actorId, email: users.email }).from(users);

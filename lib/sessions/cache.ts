@@ -1,0 +1,59 @@
+import { onCommit, type Actor, type Ctx, type SessionInfo } from '../context';
+
+/**
+ * A short-lived, per-process memory of successful session lookups, so that a device polling the
+ * form list does not cost a database round trip for its credentials on every request (measured:
+ * about a quarter of the OpenRosa throughput on PostgreSQL). Only hits are kept, for at most
+ * SESSION_CACHE_SECONDS (0 turns it off), and never past the session's own expiry. Anything in this
+ * process that ends sessions or disables an actor clears it at once; another instance (serverless,
+ * several servers) may keep accepting a revoked token for at most that many seconds.
+ */
+type Found = { actor: Actor; session: Omit<SessionInfo, 'token'> };
+interface Store {
+  entries: Map<string, { until: number; value: Found }>;
+  generation: number;
+}
+
+const stores = new WeakMap<object, Store>();
+const MAX_ENTRIES = 10_000;
+
+function storeFor(ctx: Ctx): Store {
+  const key = ctx.tx?.root ?? ctx.db;
+  let store = stores.get(key);
+  if (!store) stores.set(key, (store = { entries: new Map(), generation: 0 }));
+  return store;
+}
+
+/** A remembered lookup for a token hash, or undefined. */
+export function recall(ctx: Ctx, tokenHash: string): Found | undefined {
+  if (ctx.config.SESSION_CACHE_SECONDS <= 0) return undefined;
+  const hit = storeFor(ctx).entries.get(tokenHash);
+  const now = Date.now();
+  if (!hit || hit.until <= now || hit.value.session.expiresAt.getTime() <= now) return undefined;
+  return hit.value;
+}
+
+/** The current generation: pass it to remember() so a lookup that raced an invalidation is dropped. */
+export const generation = (ctx: Ctx): number => storeFor(ctx).generation;
+
+/** Remembers a successful lookup made at generation `gen`. */
+export function remember(ctx: Ctx, tokenHash: string, value: Found, gen: number): void {
+  const seconds = ctx.config.SESSION_CACHE_SECONDS;
+  if (seconds <= 0) return;
+  const store = storeFor(ctx);
+  if (store.generation !== gen) return;
+  if (store.entries.size >= MAX_ENTRIES) store.entries.delete(store.entries.keys().next().value!);
+  store.entries.set(tokenHash, { until: Date.now() + seconds * 1000, value });
+}
+
+/** Forgets every remembered session (logout, revocation, user or App User deletion). */
+export function forgetSessions(ctx: Ctx): void {
+  const store = storeFor(ctx);
+  const forget = () => {
+    store.entries.clear();
+    store.generation += 1;
+  };
+  forget();
+  // Again after commit: a lookup between now and the commit still reads the old rows.
+  onCommit(ctx, forget);
+}
