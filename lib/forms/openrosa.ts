@@ -9,7 +9,7 @@ import { problems } from '../problem';
 import { getProjectOrNotFound } from '../projects';
 import { renderFormList, renderManifest, type FormListEntry } from '../xforms/openrosa-xml';
 import { fileOf, type AttachmentFile } from './attachments';
-import { canReadFormOrReject, formActee, getDefOrNotFound, type LoadedForm } from './queries';
+import { canOnFormOrReject, canReadFormOrReject, formActee, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from './queries';
 
 /**
  * Where URLs in OpenRosa documents point: the server's public origin plus the prefix the client
@@ -182,4 +182,23 @@ export async function draftXmlByToken(ctx: Ctx, token: string, projectId: number
 export async function draftAttachmentByToken(ctx: Ctx, token: string, projectId: number, xmlFormId: string, name: string): Promise<AttachmentFile> {
   const { draft } = await formByDraftToken(ctx, token, projectId, xmlFormId);
   return fileOf(ctx, draft.id, name);
+}
+
+/**
+ * Draft testing without a Draft Token (spec, Authentication 5): a signed-in user who may update the
+ * form gets the draft's form list and manifest on the form's own path (F/draft/formList,
+ * F/draft/manifest), with URLs to F/draft.xml and F/draft/attachments/… under the prefix used.
+ * @throws 401.2 / 403.1 without form.update; 404.1 unknown form or no draft.
+ */
+export async function draftDocumentsForActor(ctx: Ctx, projectId: number, xmlFormId: string, base: UrlBase, which: 'formList' | 'manifest'): Promise<string> {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'form.update', f);
+  const draft = await getDefOrNotFound(ctx, f.form.draftDefId);
+  const url = `${base.origin}${base.prefix}/projects/${f.project.id}/forms/${enc(f.form.xmlFormId)}/draft`;
+  if (which === 'manifest') return manifestFor(ctx, draft.id, `${url}/attachments`);
+  const [hasAttachments] = await ctx.db.select({ n: formAttachments.name }).from(formAttachments).where(eq(formAttachments.formDefId, draft.id)).limit(1);
+  return renderFormList([{
+    xmlFormId: f.form.xmlFormId, name: draft.name ?? f.form.xmlFormId, version: draft.version, hash: draft.hash,
+    downloadUrl: `${url}.xml`, manifestUrl: hasAttachments ? `${url}/manifest` : null,
+  }]);
 }

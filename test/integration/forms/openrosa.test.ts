@@ -768,3 +768,32 @@ describe('Collect flow over a real socket', () => {
     await expectOpenRosaError(await fetch(`${server}/formList`), 400, MESSAGES.header);
   });
 });
+
+describe('draft testing without a Draft Token (spec, Authentication 5)', () => {
+  test('a manager gets F/draft/formList and F/draft/manifest; the URLs lead to the draft XML and files', async () => {
+    const h = await harness();
+    await createWithAttachments(h, ['goodone.csv'], false);
+    const [listed] = await formListOf(await h.get(`${F(h, 'withAttachments')}/draft/formList`, { as: 'bob', headers: OR }));
+    expect(listed!.formID).toBe('withAttachments');
+    expect(new URL(listed!.downloadUrl).pathname).toBe(`${F(h, 'withAttachments')}/draft.xml`);
+    expect(new URL(listed!.manifestUrl!).pathname).toBe(`${F(h, 'withAttachments')}/draft/manifest`);
+    const xml = await h.get(new URL(listed!.downloadUrl).pathname, { as: 'bob' });
+    expect(md5(new Uint8Array(await xml.arrayBuffer()))).toBe(listed!.hash.replace(/^md5:/, ''));
+    const media = await manifestOf(await h.get(new URL(listed!.manifestUrl!).pathname, { as: 'bob', headers: OR }));
+    expect(media.map((m) => m.filename)).toEqual(['goodone.csv']);
+    const file = await h.get(new URL(media[0]!.downloadUrl).pathname, { as: 'bob' });
+    expect(md5(new Uint8Array(await file.arrayBuffer()))).toBe(media[0]!.hash.replace(/^md5:/, ''));
+  });
+
+  test('rights and errors: chelsea 403 XML, anonymous 401 XML, no draft 404 XML, header required', async () => {
+    const h = await harness();
+    await createForm(h, fixture('simple'));
+    const path = `${F(h, 'simple')}/draft/formList`;
+    await expectOpenRosaError(await h.get(path, { as: 'bob', headers: OR }), 404, MESSAGES.notFound);
+    await h.post(`${F(h, 'simple')}/draft`, { as: 'bob' });
+    expect((await h.get(path, { as: 'chelsea', headers: OR })).status).toBe(403);
+    expect((await h.get(path, { headers: OR })).status).toBe(401);
+    expect((await h.get(path, { as: 'bob' })).status).toBe(400);
+    expect((await h.get(path, { as: 'bob', headers: OR })).status).toBe(200);
+  });
+});
