@@ -12,7 +12,7 @@
  *   npx tsx bench/formlist.ts
  */
 import { serve } from '@hono/node-server';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -184,4 +184,5 @@ console.log(`total          ${(total / elapsed).toFixed(1)} req/s; worst p95 ${w
 
 await new Promise((r) => server.close(r));
 await database.close();
+rmSync(join(tmpdir(), `fieldbase-bench-fl-${process.pid}`), { recursive: true, force: true });
 process.exit(failures > 0 ? 1 : 0);

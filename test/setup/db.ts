@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../lib/config';
@@ -28,7 +28,10 @@ export function testDatabase(): Promise<TestDatabase> {
     const config = testConfig();
     const database = await openDatabase(config, { pgliteDir: 'memory://' });
     if (database.kind === 'pglite') await database.migrate();
-    const blobs = createFsBlobStore(mkdtempSync(join(tmpdir(), 'fieldbase-blobs-')));
+    const blobDir = mkdtempSync(join(tmpdir(), 'fieldbase-blobs-'));
+    // The worker's blob folder goes when the worker does: tests leave nothing behind.
+    process.once('exit', () => rmSync(blobDir, { recursive: true, force: true }));
+    const blobs = createFsBlobStore(blobDir);
     const deps: Deps = { db: database.db, blobs, config, log: createLogger('silent') };
     const fixtures = await seedFixtures(deps);
     return { database, config, deps, fixtures };

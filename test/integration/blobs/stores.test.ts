@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -20,8 +20,16 @@ afterAll(async () => {
   await s3?.stop();
 });
 
+const fsDirs: string[] = [];
+afterAll(() => {
+  for (const d of fsDirs) rmSync(d, { recursive: true, force: true });
+});
 const stores: Array<[string, () => BlobStore]> = [
-  ['file store', () => createFsBlobStore(mkdtempSync(join(tmpdir(), 'fieldbase-fs-')))],
+  ['file store', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fieldbase-fs-'));
+    fsDirs.push(dir);
+    return createFsBlobStore(dir);
+  }],
   ['S3 store (s3rver)', () => createS3BlobStore({
     bucket: s3.bucket, endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true,
     accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', prefix: `t${Date.now()}${Math.random().toString(36).slice(2)}/`,
