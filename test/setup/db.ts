@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../lib/config';
@@ -28,9 +28,8 @@ export function testDatabase(): Promise<TestDatabase> {
     const config = testConfig();
     const database = await openDatabase(config, { pgliteDir: 'memory://' });
     if (database.kind === 'pglite') await database.migrate();
-    const blobDir = mkdtempSync(join(tmpdir(), 'fieldbase-blobs-'));
-    // The worker's blob folder goes when the worker does: tests leave nothing behind.
-    process.once('exit', () => rmSync(blobDir, { recursive: true, force: true }));
+    // Inside the run's folder (test/setup/global.ts), which is removed when the run ends.
+    const blobDir = mkdtempSync(join(process.env.FIELDBASE_TEST_TMP ?? tmpdir(), 'fieldbase-blobs-'));
     const blobs = createFsBlobStore(blobDir);
     const deps: Deps = { db: database.db, blobs, config, log: createLogger('silent') };
     const fixtures = await seedFixtures(deps);

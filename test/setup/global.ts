@@ -3,6 +3,9 @@
  * seed the fixtures once, so parallel test files share a ready database. Without it each test file
  * builds its own in-memory PGlite (test/setup/db.ts).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createLogger } from '../../lib/log';
 import { openDatabase } from '../../lib/runtime/node';
 import { createFsBlobStore } from '../../lib/runtime/fs-blobs';
@@ -10,8 +13,12 @@ import { testConfig } from './config';
 import { seedFixtures } from './seed';
 
 export default async function setup() {
+  // One temporary folder for the run's blob stores, removed at the end (workers inherit the env).
+  const tmp = mkdtempSync(join(tmpdir(), 'fieldbase-test-'));
+  process.env.FIELDBASE_TEST_TMP = tmp;
+  const teardown = () => rmSync(tmp, { recursive: true, force: true });
   const config = testConfig();
-  if (!config.DATABASE_URL) return;
+  if (!config.DATABASE_URL) return teardown;
   const database = await openDatabase(config);
   try {
     await database.migrate();
@@ -19,4 +26,5 @@ export default async function setup() {
   } finally {
     await database.close();
   }
+  return teardown;
 }
