@@ -12,6 +12,7 @@ export interface ActorJson {
   deletedAt: string | null;
 }
 
+/** A timestamp as Central writes it (ISO 8601 UTC with milliseconds), or null. Pure. */
 export const iso = (d: Date | null | undefined): string | null => (d == null ? null : d.toISOString());
 
 /** @returns the API shape of an actors row (spec, Actor). Pure. */

@@ -37,4 +37,5 @@ export async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8
   return out;
 }
 
+/** Whether a string is a blob key (lowercase hex SHA-256). Pure. */
 export const isBlobKey = (key: string): boolean => /^[0-9a-f]{64}$/.test(key);

@@ -13,6 +13,7 @@ export function intParam(c: Context<AppEnv>, name: string): number {
   return Number(raw);
 }
 
+/** The `:projectId` path parameter. @throws Problem 404.1 when it is not a number. */
 export const projectId = (c: Context<AppEnv>) => intParam(c, 'projectId');
 
 /** A string path parameter, percent-decoded by Hono. @throws Problem 404.1 when absent. */

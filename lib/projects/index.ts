@@ -23,6 +23,7 @@ export interface ProjectJson {
   deletedAt: string | null;
 }
 
+/** Project JSON in Central's key order from a projects row. Pure. */
 export const projectJson = (p: ProjectRow): ProjectJson => ({
   id: p.id,
   name: p.name,

@@ -15,6 +15,7 @@ import { checkPassword, hashPassword } from './passwords';
 /** User JSON in Central's key order: email first, then the Actor fields. */
 export type UserJson = { email: string } & ActorJson;
 
+/** User JSON (email, then the Actor fields) from the actors and users rows. Pure. */
 export const userJson = (a: ActorRow, u: Pick<UserRow, 'email'>): UserJson => ({ email: u.email, ...actorJson(a) });
 
 const userActee = (a: Pick<ActorRow, 'acteeId'>): ActeeRef => ({ acteeId: a.acteeId, species: species.user });
