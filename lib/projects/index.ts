@@ -126,8 +126,8 @@ async function verbsByProject(ctx: Ctx): Promise<Map<number, Set<string>>> {
  * Projects the caller may see (GET /v1/projects): those where it holds project.read and form.list
  * (or open_form.list). Anonymous callers get `[]` (spec, Authentication 2). Archived sort last, then
  * by name, as Central.
- * @param opts extended: add counts; forms / datasets: add formList / datasetList (empty until the
- *   forms and entities issues fill them).
+ * @param opts extended: add counts; forms: add formList (the forms the actor may see, as GET P/forms);
+ *   datasets: add datasetList (empty until the entities issue).
  * @returns an array of Project JSON, each with `verbs`. Reads only.
  */
 export async function listProjects(
@@ -146,13 +146,20 @@ export async function listProjects(
     .where(and(inArray(projects.id, visible), isNull(projects.deletedAt)))
     .orderBy(sql`coalesce(${projects.archived}, false)`, asc(projects.name), asc(projects.id));
   const counts = opts.extended ? await countsFor(ctx, visible) : null;
-  return rows.map((p) => ({
-    ...projectJson(p),
-    ...(counts ? counts.get(p.id)! : {}),
-    verbs: [...verbs.get(p.id)!],
-    ...(opts.forms ? { formList: [] } : {}),
-    ...(opts.datasets ? { datasetList: [] } : {}),
-  }));
+  // Loaded lazily: lib/forms builds on lib/projects.
+  const { listForms } = opts.forms ? await import('../forms') : { listForms: null };
+  const out = [];
+  for (const p of rows) {
+    out.push({
+      ...projectJson(p),
+      ...(counts ? counts.get(p.id)! : {}),
+      verbs: [...verbs.get(p.id)!],
+      // The forms this actor may see in the project, as GET P/forms lists them.
+      ...(listForms ? { formList: await listForms(ctx, p.id, { deleted: false, extended: false }) } : {}),
+      ...(opts.datasets ? { datasetList: [] } : {}),
+    });
+  }
+  return out;
 }
 
 /**

@@ -83,7 +83,7 @@ describe('GET /v1/projects', () => {
     expect(list.slice(firstArchived).every((p) => p.archived === true)).toBe(true);
   });
 
-  test('?forms=true adds formList: [] and ?datasets=true adds datasetList: []', async () => {
+  test('?forms=true adds formList ([] while the project has no forms) and ?datasets=true adds datasetList: []', async () => {
     const h = await harness();
     const plain = await json<Project[]>(await h.get('/v1/projects', { as: 'bob' }));
     expect(plain[0]).not.toHaveProperty('formList');

@@ -414,3 +414,21 @@ describe('draftToken on a never-published form (Central: the create response car
     expect(published.draftToken).toBeNull();
   });
 });
+
+describe('GET /v1/projects?forms=true', () => {
+  test('formList nests the forms each actor may see: all for the manager, published open ones for a Data Collector', async () => {
+    const h = await harness();
+    await h.post(`/v1/projects/${h.projectId}/forms?publish=true`, { as: 'bob', body: formXml('simple'), headers: xmlHeaders });
+    await h.post(`/v1/projects/${h.projectId}/forms`, { as: 'bob', body: formXml('withrepeat'), headers: xmlHeaders }); // draft only
+    const bobs = await json<Array<{ id: number; formList: Array<{ xmlFormId: string; publishedAt: string | null }> }>>(
+      await h.get('/v1/projects?forms=true', { as: 'bob' }));
+    const mine = bobs.find((p) => p.id === h.projectId)!;
+    expect(mine.formList.map((f) => f.xmlFormId)).toEqual(['simple', 'withrepeat']);
+    expect(mine.formList[0]).toMatchObject({ xmlFormId: 'simple', projectId: h.projectId });
+    expect(Object.keys(mine.formList[0]!)).toEqual(formKeys);
+    await h.post(`/v1/projects/${h.projectId}/assignments/formfill/${h.ids.chelsea}`, { as: 'bob' });
+    const chelseas = await json<Array<{ id: number; formList: Array<{ xmlFormId: string }> }>>(
+      await h.get('/v1/projects?forms=true', { as: 'chelsea' }));
+    expect(chelseas.find((p) => p.id === h.projectId)!.formList.map((f) => f.xmlFormId)).toEqual(['simple']);
+  });
+});
