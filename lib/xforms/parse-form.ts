@@ -10,43 +10,18 @@
  * sanitising follow the rules of central-backend 4f5943d1 (`getFormFields`, `expectedFormAttachments`,
  * `sanitizeOdataIdentifier`), with the deviations documented on each function.
  */
-import { SaxesParser } from 'saxes';
 import { md5, sha1 } from '@noble/hashes/legacy.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { problems } from '../problem';
 import type { DatasetDeclaration, ExpectedAttachment, FormField, ParsedForm } from './types';
+import { attr, escapeBareAmpersands, lineColumn, localName, parseTree, XmlFailure, type El } from './xml-tree';
 
 // ─────────────────────────────────────────────────────────────────────────────
-// A minimal element tree built from saxes events.
-
-interface El {
-  /** Qualified name as written (`h:title`, `orx:meta`, `data`). */
-  name: string;
-  /** Local name (prefix removed). */
-  local: string;
-  /** Attributes with their qualified names. */
-  attrs: Record<string, string>;
-  children: El[];
-  /** Concatenated direct text (and CDATA) children. */
-  text: string;
-}
-
-const localName = (qname: string): string => {
-  const i = qname.indexOf(':');
-  return i < 0 ? qname : qname.slice(i + 1);
-};
+// Tree helpers local to definitions (the shared XML reading is ./xml-tree.ts).
 
 /** Strips the prefix of every step of a slash path (`/data/orx:meta/x:id` → `/data/meta/id`). */
 const stripPrefixes = (path: string): string => path.replace(/(^|\/)[^:/]+:([^/]+)/g, '$1$2');
-
-/** An attribute by local name, whatever its prefix (Central matches attributes the same way). */
-const attr = (el: El, local: string): string | undefined => {
-  const direct = el.attrs[local];
-  if (direct !== undefined) return direct;
-  for (const [k, v] of Object.entries(el.attrs)) if (localName(k) === local) return v;
-  return undefined;
-};
 
 const child = (el: El | undefined, local: string): El | undefined => el?.children.find((c) => c.local === local);
 
@@ -55,108 +30,6 @@ function* descendants(el: El): Generator<El> {
     yield c;
     yield* descendants(c);
   }
-}
-
-// ─────────────────────────────────────────────────────────────────────────────
-// Tolerance for bare ampersands.
-
-/**
- * `&` that does not start a predefined entity or a character reference, outside CDATA sections and
- * comments. Real forms carry them (`<h:title>People & Trees</h:title>`); Central's lenient parser
- * takes them as literal text, so we escape them before the strict parse. Undeclared named entities
- * (`&nbsp;`) are literal text too: without a DTD they cannot be defined, and DTDs are refused.
- */
-const BARE_AMP = /<!\[CDATA\[[\s\S]*?\]\]>|<!--[\s\S]*?-->|&(?!(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)/g;
-
-/** Escapes bare ampersands; returns the text and the offsets (in the new text) of each insertion. */
-function escapeBareAmpersands(xml: string): { text: string; inserted: number[] } {
-  if (!xml.includes('&')) return { text: xml, inserted: [] };
-  const inserted: number[] = [];
-  let shift = 0;
-  const text = xml.replace(BARE_AMP, (m: string, offset: number) => {
-    if (m !== '&') return m;
-    inserted.push(offset + shift + 1); // the four added chars `amp;` start right after the `&`
-    shift += 4;
-    return '&amp;';
-  });
-  return { text, inserted };
-}
-
-/** Maps an offset in the escaped text back to the original, then to a 1-based line and column. */
-function lineColumn(original: string, escapedOffset: number, inserted: number[]): { line: number; column: number } {
-  let offset = escapedOffset;
-  for (const at of inserted) {
-    if (at >= escapedOffset) break;
-    offset -= Math.min(4, escapedOffset - at);
-  }
-  offset = Math.max(0, Math.min(offset, original.length));
-  let line = 1;
-  let lineStart = 0;
-  for (let i = original.indexOf('\n'); i >= 0 && i < offset; i = original.indexOf('\n', i + 1)) {
-    line += 1;
-    lineStart = i + 1;
-  }
-  return { line, column: offset - lineStart + 1 };
-}
-
-// ─────────────────────────────────────────────────────────────────────────────
-// Strict parse into a tree.
-
-class XmlFailure extends Error {
-  constructor(
-    readonly reason: string,
-    readonly offset: number,
-    /** Whether any element had been opened before the failure (else: not XML, 400.2 formId). */
-    readonly sawElement: boolean,
-  ) {
-    super(reason);
-  }
-}
-
-/** Thrown inside saxes handlers to stop once the root element has closed. */
-const DONE = Symbol('done');
-
-function parseTree(text: string): El {
-  const parser = new SaxesParser({ xmlns: false, position: true });
-  const stack: El[] = [];
-  let root: El | undefined;
-  let sawElement = false;
-
-  parser.on('error', (err: Error) => {
-    throw new XmlFailure(err.message.replace(/^\d+:\d+: /, ''), parser.position, sawElement);
-  });
-  parser.on('doctype', () => {
-    const at = text.lastIndexOf('<!DOCTYPE', parser.position);
-    // Always a 400.1 (never "no formId"): the body is XML, and we refuse DTDs outright.
-    throw new XmlFailure('DOCTYPE declarations are not allowed', at >= 0 ? at : parser.position, true);
-  });
-  parser.on('opentag', (tag) => {
-    sawElement = true;
-    const el: El = { name: tag.name, local: localName(tag.name), attrs: tag.attributes as Record<string, string>, children: [], text: '' };
-    const parent = stack[stack.length - 1];
-    if (parent) parent.children.push(el);
-    else root = el;
-    stack.push(el);
-  });
-  parser.on('closetag', () => {
-    stack.pop();
-    // Central accepts anything after the root element (htmlparser2 is lenient there): stop here.
-    if (stack.length === 0) throw DONE;
-  });
-  const onText = (t: string) => {
-    const top = stack[stack.length - 1];
-    if (top) top.text += t;
-  };
-  parser.on('text', onText);
-  parser.on('cdata', onText);
-
-  try {
-    parser.write(text).close();
-  } catch (e) {
-    if (e !== DONE) throw e;
-  }
-  if (!root) throw new XmlFailure('document must contain a root element.', text.length, false);
-  return root;
 }
 
 // ─────────────────────────────────────────────────────────────────────────────

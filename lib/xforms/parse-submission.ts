@@ -1,0 +1,227 @@
+/**
+ * Submission XML parser: reads what Fieldbase needs out of one submission instance (the
+ * `ParsedSubmission` contract in ./types.ts). Pure (no I/O, no `node:` imports): runs on Node and
+ * Cloudflare Workers.
+ *
+ * Sources: ODK XForms spec (shared/reference/odk-xforms-spec.md: the `meta` block: instanceID,
+ * deprecatedID, instanceName), the encryption spec (odk-xforms-spec-encryption.md: the submission
+ * manifest and its file order), the Entities spec (odk-xforms-spec-entities.md: `meta/entity`), the
+ * OpenRosa Form Submission API (odk-docs/openrosa-form-submission.rst), and central-backend
+ * (`Submission.fromXml` in lib/model/frames/submission.js; `_extractAttachments` /
+ * `_extractEncryptedAttachments` in lib/model/query/submission-attachments.js; lib/util/xml.js).
+ *
+ * The XML handling mirrors ./parse-form.ts (saxes with `xmlns: false`, prefixes handled by hand so
+ * undeclared `orx:` / `entities:` prefixes are fine, bare `&` taken as text, no DTD so no entity
+ * expansion, anything after the root's end tag ignored): ./xml-tree.ts, shared with parse-form.ts.
+ */
+import { md5 } from '@noble/hashes/legacy.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { problems } from '../problem';
+import type { FormField, ParsedSubmission, SubmissionEncryption, SubmissionEntity, SubmissionValue } from './types';
+import { attr, escapeBareAmpersands, lineColumn, localName, parseTree, XmlFailure, type El } from './xml-tree';
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Tree helpers local to submissions (the shared XML reading is ./xml-tree.ts).
+
+const childrenNamed = (el: El, local: string): El[] => el.children.filter((c) => c.local === local);
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Pieces.
+
+/**
+ * Central's `findOne(root(), node(a), node(b))(text())`: the first `b` child of an `a` child of the
+ * root whose text is not empty (an empty element never yields a value, so the search goes on).
+ * Text is kept as written (Central does not trim these).
+ */
+function firstText(root: El, ...steps: string[]): string | null {
+  let level: El[] = [root];
+  for (const step of steps) level = level.flatMap((el) => childrenNamed(el, step));
+  for (const el of level) if (el.text !== '') return el.text;
+  return null;
+}
+
+/** Paths (below the root) that occur more than once under one parent instance. */
+function repeatedPaths(root: El): Set<string> {
+  const out = new Set<string>();
+  const stack: Array<{ el: El; path: string }> = [{ el: root, path: '' }];
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const seen = new Set<string>();
+    for (const c of top.el.children) {
+      const p = `${top.path}/${c.local}`;
+      if (seen.has(c.local)) out.add(p);
+      else seen.add(c.local);
+      stack.push({ el: c, path: p });
+    }
+  }
+  return out;
+}
+
+function envelope(root: El): SubmissionEncryption | null {
+  const key = firstText(root, 'base64EncryptedKey');
+  if (key === null && attr(root, 'encrypted') !== 'yes') return null;
+  const xmlFile = firstText(root, 'encryptedXmlFile')?.trim();
+  const mediaFiles: string[] = [];
+  for (const media of childrenNamed(root, 'media'))
+    for (const file of childrenNamed(media, 'file')) {
+      const name = file.text.trim();
+      if (name !== '') mediaFiles.push(name);
+    }
+  return {
+    base64EncryptedKey: key,
+    encryptedXmlFile: xmlFile === undefined || xmlFile === '' ? null : xmlFile,
+    mediaFiles,
+    signature: firstText(root, 'base64EncryptedElementSignature'),
+  };
+}
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Entry point.
+
+/**
+ * Parses one submission instance (the XML part of an OpenRosa submission, or the manifest of an
+ * encrypted one).
+ *
+ * Input: the XML as a string or its raw bytes (UTF-8), and optionally the form version's fields
+ * (`ParsedForm.fields`, i.e. Central's `GET F/fields`), which tell repeats and binary fields apart.
+ * Output: a `ParsedSubmission` (./types.ts):
+ * - `xmlFormId` / `version` / `rootName`: the root's `id` and `version` attributes (matched by local
+ *   name, so Collect's `orx:version` counts; version '' when absent) and its local name.
+ * - `instanceId`: `/root/meta/instanceID` (any prefixes), else a top-level `/root/instanceID`, else
+ *   null. Central does exactly this and then generates a bare v4 uuid (no `uuid:` prefix) when both
+ *   are missing, as for the pre-2012 KoBoCAT-era instances without `meta`; generating it is the
+ *   caller's job (this function has no randomness). `deprecatedId` / `instanceName`:
+ *   `/root/meta/deprecatedID` / `/root/meta/instanceName`, or null. An empty element counts as
+ *   absent; texts are kept as written (Central does not trim them).
+ * - `encryption`: the manifest (`base64EncryptedKey`, trimmed `encryptedXmlFile`, trimmed non-blank
+ *   `media/file` names in document order, `base64EncryptedElementSignature`) when the root has a
+ *   non-empty `base64EncryptedKey` child (Central's test) or `encrypted="yes"`; else null.
+ * - `entities`: every `entity` element whose parent is a `meta` (any depth, any prefixes), in
+ *   document order, with its path, repeat indexes, attributes (null when absent) and `label` text.
+ * - `attachments`: the file names the submission expects, trimmed, blanks left out, each once.
+ *   Encrypted: the media files then `encryptedXmlFile` (Central's order, which is the encryption and
+ *   IV order). Otherwise, when `fields` are given, the text of every leaf at a `binary: true` path
+ *   (any repeat index; `/meta/audit` included), in document order; without `fields`, none.
+ * - `values`: every leaf element, in document order, as `{ path, repeatIndex, value }`. A path is a
+ *   repeat when `fields` say so (type `repeat`); without `fields`, when that path occurs more than
+ *   once under one parent anywhere in the document (so a repeat with a single instance is not seen
+ *   as one). `repeatIndex` holds the 1-based index of each enclosing repeat instance (the leaf's own
+ *   index too when the leaf itself repeats).
+ * - `hash`: MD5 and SHA-256 (hex) of the exact bytes (strings are UTF-8 encoded).
+ *
+ * Lenient where Central is: undeclared prefixes, bare `&` (literal text), anything after the root's
+ * end tag, a leading BOM. Strict otherwise: no DTD (so no entity expansion), no truncated or
+ * mismatched markup (Central's htmlparser2 would accept those silently).
+ *
+ * Throws (Problem):
+ * - 400.2 `{ field: 'form ID xml attribute' }` when the root has no `id` or a blank one, or when no
+ *   element can be found at all (not XML). This is Central's field name for submissions
+ *   (shared/fixtures/central-outputs/_errors/400.2-submission-no-form-id.json); form uploads use
+ *   `formId` instead.
+ * - 400.2 `{ field: 'instanceId (required for encrypted submissions)' }` for an encrypted manifest
+ *   without an instanceID (Central: decryption needs it for the IV).
+ * - 400.1 (`problems.user.unparseableXml`, format 'submission xml', with line and column) for
+ *   malformed XML once an element was seen: truncated input, mismatched tags, a DOCTYPE (which
+ *   covers billion-laughs documents), undefined entity syntax errors.
+ */
+export function parseSubmission(input: string | Uint8Array, fields?: FormField[]): ParsedSubmission {
+  const bytes = typeof input === 'string' ? new TextEncoder().encode(input) : input;
+  const decoded = typeof input === 'string' ? input : new TextDecoder('utf-8').decode(input);
+  const xml = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
+
+  const { text, inserted } = escapeBareAmpersands(xml);
+  let root: El;
+  try {
+    root = parseTree(text);
+  } catch (e) {
+    if (!(e instanceof XmlFailure)) throw e;
+    if (!e.sawElement) throw problems.user.missingParameter({ field: 'form ID xml attribute' });
+    const { line, column } = lineColumn(xml, e.offset, inserted);
+    throw problems.user.unparseableXml({ format: 'submission xml', rawLength: xml.length, line, column, reason: e.reason });
+  }
+
+  const xmlFormId = attr(root, 'id');
+  if (xmlFormId === undefined || xmlFormId.trim() === '') throw problems.user.missingParameter({ field: 'form ID xml attribute' });
+
+  const instanceId = firstText(root, 'meta', 'instanceID') ?? firstText(root, 'instanceID');
+  const encryption = envelope(root);
+  if (encryption && instanceId === null)
+    throw problems.user.missingParameter({ field: 'instanceId (required for encrypted submissions)' });
+
+  const repeats = fields ? new Set(fields.filter((f) => f.type === 'repeat').map((f) => f.path)) : repeatedPaths(root);
+  const binaries = new Set(fields ? fields.filter((f) => f.binary === true).map((f) => f.path) : []);
+
+  const values: SubmissionValue[] = [];
+  const entities: SubmissionEntity[] = [];
+  const attachments: string[] = [];
+  const seenAttachments = new Set<string>();
+  const addAttachment = (name: string) => {
+    const n = name.trim();
+    if (n === '' || seenAttachments.has(n)) return;
+    seenAttachments.add(n);
+    attachments.push(n);
+  };
+
+  // Depth-first in document order, iteratively (deep nesting must not overflow the call stack).
+  interface Frame {
+    el: El;
+    parent: El;
+    path: string;
+    repeatIndex: number[];
+  }
+  const frames = (parent: El, path: string, repeatIndex: number[]): Frame[] => {
+    const counts = new Map<string, number>();
+    return parent.children.map((el) => {
+      const p = `${path}/${el.local}`;
+      const n = (counts.get(el.local) ?? 0) + 1;
+      counts.set(el.local, n);
+      return { el, parent, path: p, repeatIndex: repeats.has(p) ? [...repeatIndex, n] : repeatIndex };
+    });
+  };
+  const stack = frames(root, '', []).reverse();
+  for (let f = stack.pop(); f; f = stack.pop()) {
+    const { el, parent, path, repeatIndex } = f;
+    if (el.local === 'entity' && parent.local === 'meta') {
+      const label = el.children.find((c) => c.local === 'label');
+      const a = (name: string) => attr(el, name) ?? null;
+      entities.push({
+        path,
+        repeatIndex,
+        dataset: a('dataset'),
+        id: a('id'),
+        create: a('create'),
+        update: a('update'),
+        baseVersion: a('baseVersion'),
+        trunkVersion: a('trunkVersion'),
+        branchId: a('branchId'),
+        label: label ? label.text : null,
+      });
+    }
+    if (el.children.length === 0) {
+      values.push({ path, repeatIndex, value: el.text });
+      if (!encryption && binaries.has(path)) addAttachment(el.text);
+    } else {
+      const next = frames(el, path, repeatIndex);
+      for (let i = next.length - 1; i >= 0; i -= 1) stack.push(next[i] as Frame);
+    }
+  }
+
+  if (encryption) {
+    for (const name of encryption.mediaFiles) addAttachment(name);
+    if (encryption.encryptedXmlFile !== null) addAttachment(encryption.encryptedXmlFile);
+  }
+
+  return {
+    xmlFormId,
+    version: attr(root, 'version') ?? '',
+    rootName: root.local,
+    instanceId,
+    deprecatedId: firstText(root, 'meta', 'deprecatedID'),
+    instanceName: firstText(root, 'meta', 'instanceName'),
+    encryption,
+    entities,
+    attachments,
+    values,
+    hash: { md5: bytesToHex(md5(bytes)), sha256: bytesToHex(sha256(bytes)) },
+  };
+}

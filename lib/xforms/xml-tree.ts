@@ -1,0 +1,139 @@
+/**
+ * The XML reading both XForm parsers share (definitions: parse-form.ts, submissions:
+ * parse-submission.ts): saxes with `xmlns: false` into a small element tree, prefixes handled by
+ * hand (real files use undeclared `orx:` / `entities:` prefixes), bare `&` taken as text, DOCTYPE
+ * refused (so no entity is ever expanded), anything after the root's end tag ignored (Central is
+ * lenient there). Pure: runs on Node and Workers.
+ */
+import { SaxesParser } from 'saxes';
+
+export interface El {
+  /** Qualified name as written (`h:title`, `orx:meta`, `data`). */
+  name: string;
+  /** Local name (prefix removed). */
+  local: string;
+  /** Attributes with their qualified names. */
+  attrs: Record<string, string>;
+  children: El[];
+  /** Concatenated direct text (and CDATA) children. */
+  text: string;
+}
+
+export const localName = (qname: string): string => {
+  const i = qname.indexOf(':');
+  return i < 0 ? qname : qname.slice(i + 1);
+};
+
+/** An attribute by local name, whatever its prefix (Central matches attributes the same way). */
+export const attr = (el: El, local: string): string | undefined => {
+  const direct = el.attrs[local];
+  if (direct !== undefined) return direct;
+  for (const [k, v] of Object.entries(el.attrs)) if (localName(k) === local) return v;
+  return undefined;
+};
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Tolerance for bare ampersands.
+
+/**
+ * `&` that does not start a predefined entity or a character reference, outside CDATA sections and
+ * comments. Real forms carry them (`<h:title>People & Trees</h:title>`); Central's lenient parser
+ * takes them as literal text, so we escape them before the strict parse. Undeclared named entities
+ * (`&nbsp;`) are literal text too: without a DTD they cannot be defined, and DTDs are refused.
+ */
+const BARE_AMP = /<!\[CDATA\[[\s\S]*?\]\]>|<!--[\s\S]*?-->|&(?!(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)/g;
+
+/** Escapes bare ampersands; returns the text and the offsets (in the new text) of each insertion. */
+export function escapeBareAmpersands(xml: string): { text: string; inserted: number[] } {
+  if (!xml.includes('&')) return { text: xml, inserted: [] };
+  const inserted: number[] = [];
+  let shift = 0;
+  const text = xml.replace(BARE_AMP, (m: string, offset: number) => {
+    if (m !== '&') return m;
+    inserted.push(offset + shift + 1); // the four added chars `amp;` start right after the `&`
+    shift += 4;
+    return '&amp;';
+  });
+  return { text, inserted };
+}
+
+/** Maps an offset in the escaped text back to the original, then to a 1-based line and column. */
+export function lineColumn(original: string, escapedOffset: number, inserted: number[]): { line: number; column: number } {
+  let offset = escapedOffset;
+  for (const at of inserted) {
+    if (at >= escapedOffset) break;
+    offset -= Math.min(4, escapedOffset - at);
+  }
+  offset = Math.max(0, Math.min(offset, original.length));
+  let line = 1;
+  let lineStart = 0;
+  for (let i = original.indexOf('\n'); i >= 0 && i < offset; i = original.indexOf('\n', i + 1)) {
+    line += 1;
+    lineStart = i + 1;
+  }
+  return { line, column: offset - lineStart + 1 };
+}
+
+// ─────────────────────────────────────────────────────────────────────────────
+// Strict parse into a tree.
+
+export class XmlFailure extends Error {
+  constructor(
+    readonly reason: string,
+    readonly offset: number,
+    /** Whether any element had been opened before the failure (else: not XML, 400.2 formId). */
+    readonly sawElement: boolean,
+  ) {
+    super(reason);
+  }
+}
+
+/** Thrown inside saxes handlers to stop once the root element has closed. */
+const DONE = Symbol('done');
+
+/**
+ * Parses XML text (bare ampersands already escaped) into an element tree.
+ * @throws XmlFailure with the reason, the offset, and whether any element had been seen.
+ */
+export function parseTree(text: string): El {
+  const parser = new SaxesParser({ xmlns: false, position: true });
+  const stack: El[] = [];
+  let root: El | undefined;
+  let sawElement = false;
+
+  parser.on('error', (err: Error) => {
+    throw new XmlFailure(err.message.replace(/^\d+:\d+: /, ''), parser.position, sawElement);
+  });
+  parser.on('doctype', () => {
+    const at = text.lastIndexOf('<!DOCTYPE', parser.position);
+    // Always a 400.1 (never "no formId"): the body is XML, and we refuse DTDs outright.
+    throw new XmlFailure('DOCTYPE declarations are not allowed', at >= 0 ? at : parser.position, true);
+  });
+  parser.on('opentag', (tag) => {
+    sawElement = true;
+    const el: El = { name: tag.name, local: localName(tag.name), attrs: tag.attributes as Record<string, string>, children: [], text: '' };
+    const parent = stack[stack.length - 1];
+    if (parent) parent.children.push(el);
+    else root = el;
+    stack.push(el);
+  });
+  parser.on('closetag', () => {
+    stack.pop();
+    // Central accepts anything after the root element (htmlparser2 is lenient there): stop here.
+    if (stack.length === 0) throw DONE;
+  });
+  const onText = (t: string) => {
+    const top = stack[stack.length - 1];
+    if (top) top.text += t;
+  };
+  parser.on('text', onText);
+  parser.on('cdata', onText);
+
+  try {
+    parser.write(text).close();
+  } catch (e) {
+    if (e !== DONE) throw e;
+  }
+  if (!root) throw new XmlFailure('document must contain a root element.', text.length, false);
+  return root;
+}
