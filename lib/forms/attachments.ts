@@ -166,6 +166,8 @@ export async function linkDraftAttachment(ctx: Ctx, projectId: number, xmlFormId
 
 /**
  * Deletes blobs no row refers to any more (after a purge), from the database and the store.
+ * Today only form attachments refer to blobs: every table that later references `blobs` (submission
+ * attachments, XLSForm spreadsheets) must be added to `used`, or a purge would delete its files.
  * @returns how many. Effects: deletes blobs rows and store objects.
  */
 export async function deleteUnreferencedBlobs(ctx: Ctx): Promise<number> {
