@@ -46,6 +46,8 @@ export const ConfigSchema = z.object({
    */
   PUBLIC_URL: opt(z.string().url().transform((u) => u.replace(/\/+$/, ''))),
   LOG_LEVEL: z.preprocess(blankToUndefined, z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info')),
+  /** Largest binary upload (form definitions, attachments), bytes: OpenRosa's advertised 100 MB. */
+  MAX_UPLOAD_BYTES: z.preprocess(blankToUndefined, z.coerce.number().int().positive().default(100_000_000)),
   /** Largest JSON body accepted, bytes (Central's body parser: 250 kB). */
   MAX_JSON_BYTES: z.preprocess(blankToUndefined, z.coerce.number().int().positive().default(250_000)),
 });

@@ -51,7 +51,34 @@ export function actionNotes(c: Context<AppEnv>): string | null {
   }
 }
 
-/** The request body as bytes (form definitions, attachments). */
+/**
+ * The request body as bytes (form definitions, attachments), at most MAX_UPLOAD_BYTES: a declared
+ * Content-Length over the limit is refused before reading, and reading stops once it is passed.
+ * @throws Problem 400.36 (Central's requestTooLarge).
+ */
 export async function bodyBytes(c: Context<AppEnv>): Promise<Uint8Array> {
-  return new Uint8Array(await c.req.arrayBuffer());
+  const max = c.var.ctx.config.MAX_UPLOAD_BYTES;
+  if (Number(c.req.header('content-length') ?? '0') > max) throw problems.user.requestTooLarge();
+  const body = c.req.raw.body;
+  if (!body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      throw problems.user.requestTooLarge();
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
 }

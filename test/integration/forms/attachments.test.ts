@@ -7,6 +7,7 @@ import {
   withAttachmentsAs, type Json,
 } from './form-fixtures';
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 
 const W = 'withAttachments';
 const csv = () => attachmentFile('goodone.csv');
@@ -253,5 +254,20 @@ describe('published attachments', () => {
     await setDraft(h, W);
     const copied = await json<Json[]>(await h.get(draftAtt(h, W), { as: 'alice' }));
     expect(copied[0]).toMatchObject({ exists: true, hash: md5(csv()) });
+  });
+});
+
+describe('upload size limit (MAX_UPLOAD_BYTES)', () => {
+  test('an attachment over the limit is refused with 400.36 and nothing is stored', async () => {
+    const xml = new TextEncoder().encode(readFileSync(new URL('../../../../shared/fixtures/forms/withAttachments.xml', import.meta.url), 'utf8'));
+    const h = await harness({ MAX_UPLOAD_BYTES: xml.byteLength });
+    expect((await h.post(`/v1/projects/${h.projectId}/forms`, { as: 'bob', body: xml, headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    const res = await h.post(`/v1/projects/${h.projectId}/forms/withAttachments/draft/attachments/goodone.csv`, {
+      as: 'bob', body: new Uint8Array(xml.byteLength + 1), headers: { 'Content-Type': 'text/csv' },
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 400.36 });
+    const list = await (await h.get(`/v1/projects/${h.projectId}/forms/withAttachments/draft/attachments`, { as: 'bob' })).json() as Array<{ name: string; exists: boolean }>;
+    expect(list.find((a) => a.name === 'goodone.csv')!.exists).toBe(false);
   });
 });
