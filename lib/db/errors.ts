@@ -26,7 +26,9 @@ function findPgError(err: unknown): PgErrorLike | null {
 function parseKeyDetail(detail: string | undefined): { fields: string[]; values: string[] } | null {
   const m = /^Key \((.*)\)=\((.*)\) (already exists|is not present)/.exec(detail ?? '');
   if (!m) return null;
-  const fields = m[1]!.split(', ').map((f) => f.replace(/^lower\((.*)\)$/, '$1').replace(/"/g, ''));
+  // Our columns are snake_case; Central's (whose names clients see in 409.3 details) are camelCase.
+  const camel = (f: string) => f.replace(/_([a-z])/g, (_m, ch: string) => ch.toUpperCase());
+  const fields = m[1]!.split(', ').map((f) => camel(f.replace(/^lower\((.*)\)$/, '$1').replace(/"/g, '')));
   const values = m[2]!.split(', ');
   return { fields, values };
 }

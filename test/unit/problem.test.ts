@@ -33,6 +33,11 @@ describe('problemFromDbError', () => {
     expect(p!.details).toEqual({ fields: ['email'], values: ['x@y.org'], table: 'users' });
   });
 
+  test('snake_case columns are reported in camelCase, as Central names them', () => {
+    const p = problemFromDbError({ code: '23505', detail: 'Key (project_id, xml_form_id)=(1, simple) already exists.', table: 'forms' });
+    expect(p!.details).toEqual({ fields: ['projectId', 'xmlFormId'], values: ['1', 'simple'], table: 'forms' });
+  });
+
   test('foreign key → 400.14, not null → 400.2, unrelated errors → null', () => {
     expect(problemFromDbError({ code: '23503', detail: 'Key (role_id)=(99) is not present in table "roles".', table: 'assignments' })!.code).toBe(400.14);
     expect(problemFromDbError({ code: '23502', column: 'name' })!.details).toEqual({ field: 'name' });
