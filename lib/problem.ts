@@ -96,6 +96,21 @@ export const problems = {
     xlsformNotConfigured: () =>
       new Problem(501.3, 'This server is not configured to convert XLSForm spreadsheets (coming in a later release). Please upload an XForm (XML).'),
   },
+  submission: {
+    missingMultipartField: () => new Problem(400.7, 'Required multipart POST field xml_submission_file missing.', { field: 'xml_submission_file' }),
+    multipartParsingFailed: (reason: string) => new Problem(400.39, `Multipart form content failed to parse: ${reason}`, reason),
+    deprecatedIdNotFound: (d: { deprecatedId: string }) =>
+      new Problem(404.5, `You tried to update an existing submission, but we can't find that submission to update (${d.deprecatedId})`, d),
+    formVersionNotFound: (d: { formVersion: string }) =>
+      new Problem(404.6, `The form version specified in this submission '${d.formVersion}' does not exist.`, d),
+    xmlConflict: () =>
+      new Problem(409.1, 'A submission already exists with this ID, but with different XML. Resubmissions to attach additional multimedia must resubmit an identical xml_submission_file.'),
+    notAcceptingSubmissions: () =>
+      new Problem(409.2, 'This form is not currently accepting submissions. Please talk to your program staff if this is unexpected.'),
+    deprecatingOldSubmission: (d: { deprecatedId?: string; instanceId?: string }) =>
+      new Problem(409.9, `You tried to update a submission, but the copy you were editing (${d.deprecatedId}) is now out of date. Please get the new version that has been submitted, and make your edits again.`, d),
+    duplicateSubmission: () => new Problem(409.18, 'This submission has been deleted. You may not resubmit it.'),
+  },
   internal: {
     notImplemented: (d: { feature: string }) =>
       new Problem(501.1, `The requested feature ${d.feature} is not supported by this server.`, d),

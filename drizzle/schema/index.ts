@@ -10,5 +10,8 @@ export * from './forms';
 export * from './form-defs';
 export * from './form-attachments';
 export * from './keys';
+export * from './submissions';
+export * from './submission-defs';
+export * from './submission-attachments';
 export * from './audits';
 export * from './blobs';

@@ -19,5 +19,7 @@ export const lambdaFunctions: LambdaFunction[] = [
   // bcrypt at cost 12 is CPU-bound: more memory buys more CPU on Lambda.
   { group: 'users', entry: 'functions/users/lambda.ts', memoryMb: 1024, timeoutSeconds: 15, streaming: false },
   { group: 'forms', entry: 'functions/forms/lambda.ts', memoryMb: 1024, timeoutSeconds: 30, streaming: false },
+  // Submissions carry media up to 100 MB: more memory and time.
+  { group: 'submissions', entry: 'functions/submissions/lambda.ts', memoryMb: 2048, timeoutSeconds: 60, streaming: false },
   { group: 'audits', entry: 'functions/audits/lambda.ts', memoryMb: 512, timeoutSeconds: 30, streaming: false },
 ];

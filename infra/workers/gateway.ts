@@ -11,6 +11,7 @@ const bindings: Record<GroupName, string> = {
   users: 'USERS',
   audits: 'AUDITS',
   forms: 'FORMS',
+  submissions: 'SUBMISSIONS',
 };
 
 export default {

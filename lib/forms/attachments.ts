@@ -1,5 +1,5 @@
 import { and, eq, notInArray, sql } from 'drizzle-orm';
-import { blobs, formAttachments, type FormAttachmentRow } from '../../drizzle/schema';
+import { blobs, formAttachments, submissionAttachments, type FormAttachmentRow } from '../../drizzle/schema';
 import { iso } from '../actors';
 import { audit } from '../audits/log';
 import { storeBlob } from '../blobs';
@@ -166,13 +166,17 @@ export async function linkDraftAttachment(ctx: Ctx, projectId: number, xmlFormId
 
 /**
  * Deletes blobs no row refers to any more (after a purge), from the database and the store.
- * Today only form attachments refer to blobs: every table that later references `blobs` (submission
- * attachments, XLSForm spreadsheets) must be added to `used`, or a purge would delete its files.
+ * Form and submission attachments refer to blobs: every table that later references `blobs`
+ * (XLSForm spreadsheets, …) must be added here, or a purge would delete its files.
  * @returns how many. Effects: deletes blobs rows and store objects.
  */
 export async function deleteUnreferencedBlobs(ctx: Ctx): Promise<number> {
-  const used = ctx.db.select({ id: formAttachments.blobId }).from(formAttachments).where(sql`${formAttachments.blobId} is not null`);
-  const gone = await ctx.db.delete(blobs).where(notInArray(blobs.id, used)).returning({ sha: blobs.sha });
+  const usedByForms = ctx.db.select({ id: formAttachments.blobId }).from(formAttachments).where(sql`${formAttachments.blobId} is not null`);
+  const usedBySubmissions = ctx.db.select({ id: submissionAttachments.blobId }).from(submissionAttachments).where(sql`${submissionAttachments.blobId} is not null`);
+  const gone = await ctx.db
+    .delete(blobs)
+    .where(and(notInArray(blobs.id, usedByForms), notInArray(blobs.id, usedBySubmissions)))
+    .returning({ sha: blobs.sha });
   for (const b of gone) await ctx.blobs.delete(b.sha);
   return gone.length;
 }

@@ -1,6 +1,8 @@
-import { and, asc, desc, eq, isNotNull, isNull, lt } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, isNull, lt } from 'drizzle-orm';
 import { z } from 'zod';
-import { actees, actors, assignments, formAttachments, formDefs, forms, type FormRow } from '../../drizzle/schema';
+import {
+  actees, actors, assignments, formAttachments, formDefs, forms, submissionAttachments, submissionDefs, submissions, type FormRow,
+} from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
 import { audit } from '../audits/log';
 import { can, canOrReject } from '../authz/can';
@@ -370,6 +372,13 @@ export async function purgeForms(ctx: Ctx, opts: { force: boolean; now?: Date })
 
 async function purgeOne(tx: Ctx, form: FormRow): Promise<void> {
   await tx.db.update(forms).set({ currentDefId: null, draftDefId: null }).where(eq(forms.id, form.id));
+  // The form's submissions go with it (spec, Form lifecycle: "Form, resources and submissions purged").
+  const subIds = tx.db.select({ id: submissions.id }).from(submissions).where(eq(submissions.formId, form.id));
+  const defIds = tx.db.select({ id: submissionDefs.id }).from(submissionDefs).where(inArray(submissionDefs.submissionId, subIds));
+  await tx.db.update(submissions).set({ currentDefId: null }).where(eq(submissions.formId, form.id));
+  await tx.db.delete(submissionAttachments).where(inArray(submissionAttachments.submissionDefId, defIds));
+  await tx.db.delete(submissionDefs).where(inArray(submissionDefs.submissionId, subIds));
+  await tx.db.delete(submissions).where(eq(submissions.formId, form.id));
   await tx.db.delete(formAttachments).where(eq(formAttachments.formId, form.id));
   await tx.db.delete(formDefs).where(eq(formDefs.formId, form.id));
   await tx.db.delete(assignments).where(eq(assignments.acteeId, form.acteeId));

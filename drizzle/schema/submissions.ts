@@ -1,0 +1,29 @@
+import { sql } from 'drizzle-orm';
+import { type AnyPgColumn, boolean, index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { lifecycle } from './_columns';
+import { actors } from './actors';
+import { forms } from './forms';
+import { submissionDefs } from './submission-defs';
+
+/**
+ * A submission as a whole: its logical instanceId is the first version's instanceID. Versions
+ * (edits) are rows in submission_defs; the current one is currentDefId. Draft test submissions are
+ * kept apart by `draft`.
+ */
+export const submissions = pgTable('submissions', {
+  id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+  formId: integer('form_id').notNull().references(() => forms.id),
+  instanceId: text('instance_id').notNull(),
+  draft: boolean('draft').notNull().default(false),
+  submitterId: integer('submitter_id').references(() => actors.id),
+  deviceId: text('device_id'),
+  userAgent: text('user_agent'),
+  reviewState: text('review_state', { enum: ['received', 'hasIssues', 'edited', 'approved', 'rejected'] }).notNull().default('received'),
+  currentDefId: integer('current_def_id').references((): AnyPgColumn => submissionDefs.id),
+  ...lifecycle,
+}, (t) => [
+  uniqueIndex('submissions_form_instance_draft').on(t.formId, t.instanceId, t.draft),
+  index('submissions_form_created').on(t.formId, t.draft, t.createdAt, t.id).where(sql`${t.deletedAt} is null`),
+]);
+
+export type SubmissionRow = typeof submissions.$inferSelect;

@@ -1,0 +1,37 @@
+/** OpenRosa submission: HEAD/POST P/submission and the Draft Token form /v1/test/{token}/…/draft/submission. */
+import type { Context } from 'hono';
+import { newApp, type AppEnv } from '../../lib/http/app';
+import { projectId, stringParam } from '../../lib/http/params';
+import { openRosaXml } from '../../lib/http/openrosa';
+import { readOpenRosaMultipart } from '../../lib/http/multipart';
+import { ingestOpenRosaSubmission } from '../../lib/submissions/ingest';
+import { problems } from '../../lib/problem';
+import { renderOpenRosaMessage } from '../../lib/xforms/openrosa-xml';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const submit = async (c: Context<AppEnv, any>, draft: { token: string; xmlFormId: string } | null) => {
+  const { xml, files } = await readOpenRosaMultipart(c);
+  await ingestOpenRosaSubmission(c.var.ctx, {
+    projectId: projectId(c),
+    xml,
+    files,
+    deviceId: c.req.query('deviceID') ?? null,
+    userAgent: c.req.header('user-agent') ?? null,
+    draft,
+  });
+  return openRosaXml(renderOpenRosaMessage('full submission upload was successful!', ''), 201);
+};
+// The preflight Collect sends before uploading: 204 with the OpenRosa headers (spec, rule 3). Hono
+// routes HEAD through GET handlers, so GET itself (not an OpenRosa call) stays a 404.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const preflight = (c: Context<AppEnv, any>) => {
+  if (c.req.method !== 'HEAD') throw problems.user.notFound();
+  return new Response(null, { status: 204 });
+};
+
+export const submissionOpenRosaRoutes = newApp()
+  .get('/v1/projects/:projectId/submission', preflight)
+  .post('/v1/projects/:projectId/submission', (c) => submit(c, null))
+  .get('/v1/test/:token/projects/:projectId/forms/:xmlFormId/draft/submission', preflight)
+  .post('/v1/test/:token/projects/:projectId/forms/:xmlFormId/draft/submission', (c) =>
+    submit(c, { token: stringParam(c, 'token'), xmlFormId: stringParam(c, 'xmlFormId') }));
