@@ -6,7 +6,7 @@ CREATE TABLE "submissions" (
 	"submitter_id" integer,
 	"device_id" text,
 	"user_agent" text,
-	"review_state" text DEFAULT 'received' NOT NULL,
+	"review_state" text,
 	"current_def_id" integer,
 	"created_at" timestamp (3) with time zone DEFAULT now() NOT NULL,
 	"updated_at" timestamp (3) with time zone,

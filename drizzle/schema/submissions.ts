@@ -18,7 +18,8 @@ export const submissions = pgTable('submissions', {
   submitterId: integer('submitter_id').references(() => actors.id),
   deviceId: text('device_id'),
   userAgent: text('user_agent'),
-  reviewState: text('review_state', { enum: ['received', 'hasIssues', 'edited', 'approved', 'rejected'] }).notNull().default('received'),
+  /** null until reviewed: Central writes null for a received submission (central-outputs api/submission.json). */
+  reviewState: text('review_state', { enum: ['received', 'hasIssues', 'edited', 'approved', 'rejected'] }),
   currentDefId: integer('current_def_id').references((): AnyPgColumn => submissionDefs.id),
   ...lifecycle,
 }, (t) => [

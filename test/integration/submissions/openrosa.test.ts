@@ -67,7 +67,7 @@ describe('POST P/submission (OpenRosa)', () => {
     expect(m?.[1]).toBe('');
     expect(m?.[2]).toBe('full submission upload was successful!');
     const [row] = await h.db.select().from(submissions).where(eq(submissions.instanceId, 'one'));
-    expect(row).toMatchObject({ reviewState: 'received', deviceId: 'collect:test', draft: false });
+    expect(row).toMatchObject({ reviewState: null, deviceId: 'collect:test', draft: false });
     const [def] = await h.db.select().from(submissionDefs).where(eq(submissionDefs.submissionId, row!.id));
     expect(def!.xml).toBe(xml);
     expect(def!.md5).toBe(md5(xml));

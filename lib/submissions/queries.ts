@@ -1,0 +1,91 @@
+import { and, desc, eq, isNull } from 'drizzle-orm';
+import { actors, submissionDefs, submissions, type ActorRow, type SubmissionDefRow, type SubmissionRow } from '../../drizzle/schema';
+import { actorJson, iso } from '../actors';
+import type { Ctx } from '../context';
+import { canOnFormOrReject, getFormOrNotFound, type LoadedForm } from '../forms/queries';
+import { problems } from '../problem';
+
+/** Submission JSON in Central's key order (shared/fixtures/central-outputs/simple/api/submission.json). */
+export function submissionJson(sub: SubmissionRow, def: SubmissionDefRow, submitter?: ActorRow | null, defSubmitter?: ActorRow | null) {
+  const version = {
+    submitterId: def.submitterId,
+    createdAt: def.createdAt.toISOString(),
+    instanceName: def.instanceName,
+    instanceId: def.instanceId,
+    current: def.current,
+    deviceId: def.deviceId,
+    userAgent: def.userAgent,
+    ...(defSubmitter !== undefined ? { submitter: defSubmitter ? actorJson(defSubmitter) : null } : {}),
+  };
+  return {
+    instanceId: sub.instanceId,
+    submitterId: sub.submitterId,
+    deviceId: sub.deviceId,
+    createdAt: sub.createdAt.toISOString(),
+    updatedAt: iso(sub.updatedAt),
+    reviewState: sub.reviewState,
+    userAgent: sub.userAgent,
+    deletedAt: iso(sub.deletedAt),
+    ...(submitter !== undefined ? { submitter: submitter ? actorJson(submitter) : null } : {}),
+    currentVersion: version,
+  };
+}
+
+async function actorsById(ctx: Ctx, ids: Array<number | null>): Promise<Map<number, ActorRow>> {
+  const wanted = [...new Set(ids.filter((x): x is number => x != null))];
+  const out = new Map<number, ActorRow>();
+  for (const id of wanted) {
+    const [a] = await ctx.db.select().from(actors).where(eq(actors.id, id));
+    if (a) out.set(id, a);
+  }
+  return out;
+}
+
+/**
+ * Submissions of a form, newest first (GET F/submissions and F/draft/submissions); extended adds
+ * the submitter (Actor) at both levels. Deleted submissions are left out.
+ * @throws 404.1 unknown form; 401.2/403.1 without submission.list.
+ */
+export async function listSubmissions(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, extended: boolean) {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'submission.list', f);
+  const rows = await ctx.db
+    .select({ sub: submissions, def: submissionDefs })
+    .from(submissions)
+    .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
+    .where(and(eq(submissions.formId, f.form.id), eq(submissions.draft, draft), isNull(submissions.deletedAt)))
+    .orderBy(desc(submissions.createdAt), desc(submissions.id));
+  if (!extended) return rows.map((r) => submissionJson(r.sub, r.def));
+  const people = await actorsById(ctx, rows.flatMap((r) => [r.sub.submitterId, r.def.submitterId]));
+  const who = (id: number | null) => (id == null ? null : people.get(id) ?? null);
+  return rows.map((r) => submissionJson(r.sub, r.def, who(r.sub.submitterId), who(r.def.submitterId)));
+}
+
+/** A live submission by its logical instanceId, with its current version. @throws 404.1. */
+export async function getSubmissionOrNotFound(ctx: Ctx, f: LoadedForm, instanceId: string, draft: boolean) {
+  const [row] = await ctx.db
+    .select({ sub: submissions, def: submissionDefs })
+    .from(submissions)
+    .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
+    .where(and(eq(submissions.formId, f.form.id), eq(submissions.draft, draft), eq(submissions.instanceId, instanceId), isNull(submissions.deletedAt)));
+  if (!row) throw problems.user.notFound();
+  return row;
+}
+
+/** One submission (GET S, also draft). @throws 404.1; 401.2/403.1 without submission.read. */
+export async function getSubmission(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, draft: boolean, extended: boolean) {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'submission.read', f);
+  const { sub, def } = await getSubmissionOrNotFound(ctx, f, instanceId, draft);
+  if (!extended) return submissionJson(sub, def);
+  const people = await actorsById(ctx, [sub.submitterId, def.submitterId]);
+  const who = (id: number | null) => (id == null ? null : people.get(id) ?? null);
+  return submissionJson(sub, def, who(sub.submitterId), who(def.submitterId));
+}
+
+/** The current version's XML, byte for byte (GET S.xml, also draft). @throws 404.1; 403.1. */
+export async function getSubmissionXml(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, draft: boolean): Promise<string> {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'submission.read', f);
+  return (await getSubmissionOrNotFound(ctx, f, instanceId, draft)).def.xml;
+}
