@@ -52,3 +52,67 @@ describe('REST reads of submissions', () => {
     expect(await json(await h.get(`/v1/projects/${h.projectId}/forms/simple/draft/submissions`, { as: 'bob' }))).toEqual([]);
   });
 });
+
+describe('review, trash, versions and attachments', () => {
+  test("PATCH reviewState answers Central's short shape and is audited; bad states are 400", async () => {
+    const h = await harness();
+    await setup(h);
+    const res = await h.patch(`/v1/projects/${h.projectId}/forms/simple/submissions/two`, { as: 'bob', body: { reviewState: 'hasIssues' } });
+    expect(res.status).toBe(200);
+    const body = await json<Record<string, unknown>>(res);
+    expect(Object.keys(body)).toEqual(Object.keys(central('simple/api/review-hasIssues-response.json')));
+    expect(body.reviewState).toBe('hasIssues');
+    expect((await h.audits()).find((a) => a.action === 'submission.update')?.details).toMatchObject({ reviewState: 'hasIssues' });
+    expect((await h.patch(`/v1/projects/${h.projectId}/forms/simple/submissions/two`, { as: 'bob', body: { reviewState: 'great' } })).status).toBe(400);
+    expect((await h.patch(`/v1/projects/${h.projectId}/forms/simple/submissions/two`, { as: 'chelsea', body: { reviewState: 'approved' } })).status).toBe(403);
+  });
+
+  test('DELETE moves to the Trash (gone from lists and reads), restore brings it back, resubmitting a deleted one is 409.18', async () => {
+    const h = await harness();
+    await setup(h);
+    const S = `/v1/projects/${h.projectId}/forms/simple/submissions/one`;
+    expect(await json(await h.delete(S, { as: 'bob' }))).toEqual({ success: true });
+    expect((await h.get(S, { as: 'bob' })).status).toBe(404);
+    const list = await json<Array<{ instanceId: string }>>(await h.get(`/v1/projects/${h.projectId}/forms/simple/submissions`, { as: 'bob' }));
+    expect(list.map((s) => s.instanceId)).toEqual(['two']);
+    const boundary = 'b0undary';
+    const again = await h.post(`/v1/projects/${h.projectId}/submission`, {
+      as: 'bob',
+      body: `--${boundary}\r\nContent-Disposition: form-data; name="xml_submission_file"; filename="s.xml"\r\n\r\n${fixture('submissions/simple.one.xml')}\r\n--${boundary}--\r\n`,
+      headers: { 'X-OpenRosa-Version': '1.0', 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+    });
+    expect(again.status).toBe(409);
+    expect(await again.text()).toContain('This submission has been deleted');
+    expect(await json(await h.post(`${S}/restore`, { as: 'bob' }))).toEqual({ success: true });
+    expect((await h.get(S, { as: 'bob' })).status).toBe(200);
+    expect((await h.post(`${S}/restore`, { as: 'bob' })).status).toBe(404);
+    expect(await h.auditActions()).toEqual(expect.arrayContaining(['submission.delete', 'submission.restore']));
+  });
+
+  test('versions list newest first; attachments list and download with ETag', async () => {
+    const h = await harness();
+    const form = await h.post(`/v1/projects/${h.projectId}/forms?publish=true`, { as: 'bob', body: fixture('forms/binaryType.xml'), headers: { 'Content-Type': 'application/xml' } });
+    expect(form.status).toBe(200);
+    const xml = fixture('submissions/binaryType.both.xml');
+    const instanceId = /<instanceID>([^<]+)</.exec(xml)![1]!;
+    const file1 = /<file1>([^<]+)<\/file1>/.exec(xml)![1]!;
+    const boundary = 'b0undary';
+    const body = `--${boundary}\r\nContent-Disposition: form-data; name="xml_submission_file"; filename="s.xml"\r\n\r\n${xml}\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="${file1}"; filename="${file1}"\r\nContent-Type: video/mp4\r\n\r\nvideo bytes\r\n--${boundary}--\r\n`;
+    expect((await h.post(`/v1/projects/${h.projectId}/submission`, {
+      as: 'bob', body, headers: { 'X-OpenRosa-Version': '1.0', 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+    })).status).toBe(201);
+    const S = `/v1/projects/${h.projectId}/forms/binaryType/submissions/${encodeURIComponent(instanceId)}`;
+    const list = await json<Array<{ name: string; exists: boolean }>>(await h.get(`${S}/attachments`, { as: 'bob' }));
+    expect(list.find((a) => a.name === file1)?.exists).toBe(true);
+    expect(list.filter((a) => !a.exists)).toHaveLength(1);
+    const file = await h.get(`${S}/attachments/${encodeURIComponent(file1)}`, { as: 'bob' });
+    expect(file.status).toBe(200);
+    expect(file.headers.get('content-type')).toBe('video/mp4');
+    expect(await file.text()).toBe('video bytes');
+    const etag = file.headers.get('etag')!;
+    expect((await h.get(`${S}/attachments/${encodeURIComponent(file1)}`, { as: 'bob', headers: { 'If-None-Match': etag } })).status).toBe(304);
+    const versions = await json<Array<{ instanceId: string; current: boolean }>>(await h.get(`${S}/versions`, { as: 'bob' }));
+    expect(versions).toEqual([expect.objectContaining({ instanceId, current: true })]);
+  });
+});
