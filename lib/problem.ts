@@ -110,6 +110,8 @@ export const problems = {
     deprecatingOldSubmission: (d: { deprecatedId?: string; instanceId?: string }) =>
       new Problem(409.9, `You tried to update a submission, but the copy you were editing (${d.deprecatedId}) is now out of date. Please get the new version that has been submitted, and make your edits again.`, d),
     duplicateSubmission: () => new Problem(409.18, 'This submission has been deleted. You may not resubmit it.'),
+    /** Above X-OpenRosa-Accept-Content-Length: HTTP 413 (Central has no code of its own for it). */
+    tooLarge: (d: { limit: number }) => new Problem(413, `The submission is larger than this server accepts (${d.limit} bytes).`, d),
   },
   internal: {
     notImplemented: (d: { feature: string }) =>

@@ -8,6 +8,7 @@ import { storeBlob } from '../blobs';
 import { withTx, type Ctx } from '../context';
 import { getFormOrNotFound, formActee, type LoadedForm } from '../forms/queries';
 import { formByDraftToken } from '../forms/openrosa';
+import { problemFromDbError } from '../db/errors';
 import { problems } from '../problem';
 import { can, rejection } from '../authz/can';
 import { parseSubmission } from '../xforms/parse-submission';
@@ -124,9 +125,24 @@ async function insertDef(
  * @throws 400.1/400.2 unparseable XML or no form id; 401.2 anonymous or not allowed to submit
  *   (Central answers 401 so clients ask for credentials); 404.1 unknown form; 404.4 bad Draft Token;
  *   404.5 deprecatedID unknown; 404.6 unknown form version; 409.1 same instanceID, different XML;
- *   409.2 form closed; 409.9 the edited or resubmitted version is no longer current; 409.18 deleted.
+ *   409.2 form closed; 409.9 the edited or resubmitted version is no longer current; 409.18 deleted;
+ *   400.8 an instanceID or deprecatedID over 64 characters or with other than [A-Za-z0-9:._-].
  */
 export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmission): Promise<IngestOutcome> {
+  try {
+    return await ingestOnce(ctx, input);
+  } catch (err) {
+    // Two identical POSTs racing (Collect retries): the loser hits the unique index. Run it again;
+    // it now finds the winner's row and answers as for a resubmission (rule 1), never a duplicate.
+    if (!ctx.tx && problemFromDbError(err)?.code === 409.3) return ingestOnce(ctx, input);
+    throw err;
+  }
+}
+
+/** instanceIDs as clients make them (`uuid:…`), bounded so they stay sane in URLs and exports. */
+const INSTANCE_ID = /^[A-Za-z0-9:._-]{1,64}$/;
+
+async function ingestOnce(ctx: Ctx, input: OpenRosaSubmission): Promise<IngestOutcome> {
   if (!input.draft && ctx.auth.actor == null) throw problems.user.authenticationFailed();
   const first = parseSubmission(input.xml);
   const xml = decoder.decode(input.xml);
@@ -134,6 +150,11 @@ export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmissi
     const { form, def: formDef, draft } = await targetFor(tx, input, first);
     const parsed = parseSubmission(input.xml, formDef.fields);
     const instanceId = parsed.instanceId ?? crypto.randomUUID();
+    for (const [field, value] of [['instanceID', instanceId], ['deprecatedID', parsed.deprecatedId]] as const) {
+      if (value != null && !INSTANCE_ID.test(value)) {
+        throw problems.user.unexpectedValue({ field, value, reason: 'expected at most 64 characters: letters, digits and : . _ -' });
+      }
+    }
     const existing = await findVersion(tx, form.id, draft, instanceId);
 
     if (existing) {

@@ -194,3 +194,21 @@ describe('purging a form takes its submissions and their files', () => {
     expect(await h.deps.blobs.has(blob!.sha)).toBe(false);
   });
 });
+
+describe('bad input stores nothing', () => {
+  test('odd or long instanceIDs 400, a media name with a path 400, over the limit 413', async () => {
+    const h = await harness({ MAX_UPLOAD_BYTES: 20_000 });
+    await publish(h, 'binaryType');
+    const token = await appUserFor(h, 'binaryType');
+    const xml = fixture('submissions/binaryType.both.xml');
+    const id = /<instanceID>([^<]+)</.exec(xml)![1]!;
+    expect((await submit(h, token, xml.replace(id, 'x'.repeat(65)))).status).toBe(400);
+    expect((await submit(h, token, xml.replace(id, 'bad id/with slash'))).status).toBe(400);
+    const withPath = await submit(h, token, xml, [{ name: '../../etc/passwd', bytes: new TextEncoder().encode('x'), type: 'text/plain' }]);
+    expect(withPath.status).toBe(400);
+    const big = await submit(h, token, xml, [{ name: 'big.jpg', bytes: new Uint8Array(25_000), type: 'image/jpeg' }]);
+    expect(big.status).toBe(413);
+    expect(big.headers.get('content-type')).toBe('text/xml; charset=utf-8');
+    expect(await h.db.select().from(submissions)).toEqual([]);
+  });
+});
