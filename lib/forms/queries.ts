@@ -1,5 +1,5 @@
-import { and, desc, eq, isNotNull, isNull } from 'drizzle-orm';
-import { actors, formAttachments, formDefs, forms, projects, type FormDefRow, type FormRow, type ProjectRow } from '../../drizzle/schema';
+import { and, count, desc, eq, isNotNull, isNull, max, sql } from 'drizzle-orm';
+import { actors, formAttachments, formDefs, forms, projects, submissions, type FormDefRow, type FormRow, type ProjectRow } from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
 import { can, canOrReject, rejection, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
@@ -101,16 +101,26 @@ export async function displayedDef(ctx: Ctx, form: FormRow): Promise<FormDefRow>
 }
 
 /**
- * Extended form metadata (X-Extended-Metadata): counts and creator. Submission counts stay 0 until
- * the submissions issue stores submissions; publicLinks until public links exist.
+ * Extended form metadata (X-Extended-Metadata): submission counts (live, not draft), review state
+ * counts, last submission and creator; publicLinks stays 0 until public links exist.
  */
 export async function extendedFormFields(ctx: Ctx, form: FormRow, def: FormDefRow) {
   const [creator] = form.createdBy == null ? [] : await ctx.db.select().from(actors).where(eq(actors.id, form.createdBy));
+  const [stats] = await ctx.db
+    .select({
+      total: count(),
+      received: sql<number>`count(*) filter (where ${submissions.reviewState} is null or ${submissions.reviewState} = 'received')`.mapWith(Number),
+      hasIssues: sql<number>`count(*) filter (where ${submissions.reviewState} = 'hasIssues')`.mapWith(Number),
+      edited: sql<number>`count(*) filter (where ${submissions.reviewState} = 'edited')`.mapWith(Number),
+      last: max(submissions.createdAt),
+    })
+    .from(submissions)
+    .where(and(eq(submissions.formId, form.id), eq(submissions.draft, false), isNull(submissions.deletedAt)));
   return {
-    submissions: 0,
+    submissions: stats?.total ?? 0,
     entityRelated: def.datasets.length > 0,
-    reviewStates: { received: 0, hasIssues: 0, edited: 0 },
-    lastSubmission: null,
+    reviewStates: { received: stats?.received ?? 0, hasIssues: stats?.hasIssues ?? 0, edited: stats?.edited ?? 0 },
+    lastSubmission: iso(stats?.last ?? null),
     excelContentType: null,
     publicLinks: 0,
     createdBy: creator ? actorJson(creator) : null,

@@ -1,6 +1,6 @@
-import { and, asc, count, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, asc, count, eq, inArray, isNull, max, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { actees, actors, assignments, fieldKeys, forms, projects, roles, type ProjectRow } from '../../drizzle/schema';
+import { actees, actors, assignments, fieldKeys, forms, projects, roles, submissions, type ProjectRow } from '../../drizzle/schema';
 import { iso } from '../actors';
 import { audit } from '../audits/log';
 import { canOrReject, speciesActee, verbsOn, type ActeeRef } from '../authz/can';
@@ -84,6 +84,13 @@ async function countsFor(ctx: Ctx, ids: number[]): Promise<Map<number, Counts>> 
     .where(and(inArray(fieldKeys.projectId, ids), isNull(actors.deletedAt)))
     .groupBy(fieldKeys.projectId);
   for (const r of keyCounts) out.get(r.projectId)!.appUsers = r.n;
+  const last = await ctx.db
+    .select({ projectId: forms.projectId, at: max(submissions.createdAt) })
+    .from(submissions)
+    .innerJoin(forms, eq(forms.id, submissions.formId))
+    .where(and(inArray(forms.projectId, ids), eq(submissions.draft, false), isNull(submissions.deletedAt)))
+    .groupBy(forms.projectId);
+  for (const r of last) out.get(r.projectId)!.lastSubmission = iso(r.at);
   return out;
 }
 

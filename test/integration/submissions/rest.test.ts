@@ -116,3 +116,17 @@ describe('review, trash, versions and attachments', () => {
     expect(versions).toEqual([expect.objectContaining({ instanceId, current: true })]);
   });
 });
+
+describe('extended form and project metadata count submissions', () => {
+  test('submissions, reviewStates and lastSubmission on GET F and GET P (extended)', async () => {
+    const h = await harness();
+    await setup(h);
+    await h.patch(`/v1/projects/${h.projectId}/forms/simple/submissions/two`, { as: 'bob', body: { reviewState: 'hasIssues' } });
+    const form = await json<Record<string, any>>(await h.get(`/v1/projects/${h.projectId}/forms/simple`, { as: 'bob', headers: { 'X-Extended-Metadata': 'true' } }));
+    expect(form.submissions).toBe(2);
+    expect(form.reviewStates).toEqual({ received: 1, hasIssues: 1, edited: 0 });
+    expect(form.lastSubmission).toMatch(/^\d{4}-\d\d-\d\dT/);
+    const project = await json<Record<string, any>>(await h.get(`/v1/projects/${h.projectId}`, { as: 'bob', headers: { 'X-Extended-Metadata': 'true' } }));
+    expect(project.lastSubmission).toBe(form.lastSubmission);
+  });
+});
