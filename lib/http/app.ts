@@ -91,7 +91,11 @@ export function groupApp() {
       c.res = renderError(err, c); // here, so error responses get the headers below too
     }
     c.header('X-Request-Id', requestId);
-    if (c.var.openRosa) for (const [k, v] of Object.entries(openRosaHeaders)) c.header(k, v);
+    if (c.var.openRosa) {
+      for (const [k, v] of Object.entries(openRosaHeaders)) c.header(k, v);
+      // The advertised limit is the one enforced (MAX_UPLOAD_BYTES; 100 MB by default, spec rule 3).
+      c.header('X-OpenRosa-Accept-Content-Length', String(ctx.config.MAX_UPLOAD_BYTES));
+    }
     // Central (Express) answers JSON as 'application/json; charset=utf-8'.
     if (c.res.headers.get('content-type') === 'application/json') c.header('Content-Type', 'application/json; charset=utf-8');
   });

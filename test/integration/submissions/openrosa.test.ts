@@ -212,3 +212,13 @@ describe('bad input stores nothing', () => {
     expect(await h.db.select().from(submissions)).toEqual([]);
   });
 });
+
+describe('X-OpenRosa-Accept-Content-Length follows MAX_UPLOAD_BYTES', () => {
+  test('the HEAD preflight advertises the configured limit', async () => {
+    const h = await harness({ MAX_UPLOAD_BYTES: 5_000_000 });
+    await publish(h, 'simple');
+    const token = await appUserFor(h, 'simple');
+    const head = await h.request('HEAD', `/v1/projects/${h.projectId}/submission`, { as: { key: token }, headers: OR });
+    expect(head.headers.get('x-openrosa-accept-content-length')).toBe('5000000');
+  });
+});
