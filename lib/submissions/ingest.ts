@@ -11,7 +11,7 @@ import { formByDraftToken } from '../forms/openrosa';
 import { problemFromDbError } from '../db/errors';
 import { problems } from '../problem';
 import { can, rejection } from '../authz/can';
-import { parseSubmission } from '../xforms/parse-submission';
+import { parseSubmission, readSubmission } from '../xforms/parse-submission';
 import type { ParsedSubmission } from '../xforms/types';
 
 /** A file part of an OpenRosa submission POST. */
@@ -36,7 +36,7 @@ export type IngestOutcome = 'created' | 'attachments' | 'edited';
 
 const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
-async function targetFor(ctx: Ctx, input: OpenRosaSubmission, parsed: ParsedSubmission): Promise<{ form: FormRow; def: FormDefRow; draft: boolean }> {
+async function targetFor(ctx: Ctx, input: OpenRosaSubmission, parsed: { xmlFormId: string; version: string }): Promise<{ form: FormRow; def: FormDefRow; draft: boolean }> {
   if (input.draft) {
     const { form, draft } = await formByDraftToken(ctx, input.draft.token, input.projectId, input.draft.xmlFormId);
     if (parsed.xmlFormId !== form.xmlFormId) throw problems.user.notFound();
@@ -144,11 +144,12 @@ const INSTANCE_ID = /^[A-Za-z0-9:._-]{1,64}$/;
 
 async function ingestOnce(ctx: Ctx, input: OpenRosaSubmission): Promise<IngestOutcome> {
   if (!input.draft && ctx.auth.actor == null) throw problems.user.authenticationFailed();
-  const first = parseSubmission(input.xml);
+  // One parse: the tree read here is reused once the form version's fields are known.
+  const doc = readSubmission(input.xml);
   const xml = decoder.decode(input.xml);
   return withTx(ctx, async (tx) => {
-    const { form, def: formDef, draft } = await targetFor(tx, input, first);
-    const parsed = parseSubmission(input.xml, formDef.fields);
+    const { form, def: formDef, draft } = await targetFor(tx, input, doc);
+    const parsed = parseSubmission(doc, formDef.fields);
     const instanceId = parsed.instanceId ?? crypto.randomUUID();
     for (const [field, value] of [['instanceID', instanceId], ['deprecatedID', parsed.deprecatedId]] as const) {
       if (value != null && !INSTANCE_ID.test(value)) {

@@ -15,7 +15,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { problems } from '../problem';
 import type { DatasetDeclaration, ExpectedAttachment, FormField, ParsedForm } from './types';
-import { attr, escapeBareAmpersands, lineColumn, localName, parseTree, XmlFailure, type El } from './xml-tree';
+import { attr, localName, readXml, type El } from './xml-tree';
 
 // ─────────────────────────────────────────────────────────────────────────────
 // Tree helpers local to definitions (the shared XML reading is ./xml-tree.ts).
@@ -281,16 +281,7 @@ export function parseForm(input: string | Uint8Array): ParsedForm {
   const bytes = typeof input === 'string' ? new TextEncoder().encode(input) : input;
   const xml = typeof input === 'string' ? input : new TextDecoder('utf-8').decode(input);
 
-  const { text, inserted } = escapeBareAmpersands(xml);
-  let root: El;
-  try {
-    root = parseTree(text);
-  } catch (e) {
-    if (!(e instanceof XmlFailure)) throw e;
-    if (!e.sawElement) throw formIdMissing();
-    const { line, column } = lineColumn(xml, e.offset, inserted);
-    throw problems.user.unparseableXml({ format: 'xforms xml', rawLength: xml.length, line, column, reason: e.reason });
-  }
+  const root = readXml(xml, 'xforms xml', formIdMissing);
 
   const head = root.local === 'html' ? child(root, 'head') : undefined;
   const model = child(head, 'model');

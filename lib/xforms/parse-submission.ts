@@ -19,7 +19,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { problems } from '../problem';
 import type { FormField, ParsedSubmission, SubmissionEncryption, SubmissionEntity, SubmissionValue } from './types';
-import { attr, escapeBareAmpersands, lineColumn, localName, parseTree, XmlFailure, type El } from './xml-tree';
+import { attr, localName, readXml, type El } from './xml-tree';
 
 // ─────────────────────────────────────────────────────────────────────────────
 // Tree helpers local to submissions (the shared XML reading is ./xml-tree.ts).
@@ -78,6 +78,33 @@ function envelope(root: El): SubmissionEncryption | null {
 // ─────────────────────────────────────────────────────────────────────────────
 // Entry point.
 
+/** A submission read into its element tree, with the form reference every ingestion needs first. */
+export interface SubmissionDocument {
+  root: El;
+  bytes: Uint8Array;
+  xmlFormId: string;
+  version: string;
+}
+
+const isDocument = (x: unknown): x is SubmissionDocument => typeof x === 'object' && x !== null && 'root' in x;
+
+/**
+ * Reads a submission's XML once: the tree, the form id and version (enough to find the form),
+ * reusable by parseSubmission once the form's fields are known, so ingestion parses the XML once.
+ * @throws Problem 400.1 malformed XML or a DOCTYPE; 400.2 `{ field: 'form ID xml attribute' }` no id
+ *   (or not XML at all). Pure.
+ */
+export function readSubmission(input: string | Uint8Array): SubmissionDocument {
+  const bytes = typeof input === 'string' ? new TextEncoder().encode(input) : input;
+  const decoded = typeof input === 'string' ? input : new TextDecoder('utf-8').decode(input);
+  const xml = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
+  const noId = () => problems.user.missingParameter({ field: 'form ID xml attribute' });
+  const root = readXml(xml, 'submission xml', noId);
+  const xmlFormId = attr(root, 'id');
+  if (xmlFormId === undefined || xmlFormId.trim() === '') throw noId();
+  return { root, bytes, xmlFormId, version: attr(root, 'version') ?? '' };
+}
+
 /**
  * Parses one submission instance (the XML part of an OpenRosa submission, or the manifest of an
  * encrypted one).
@@ -124,24 +151,8 @@ function envelope(root: El): SubmissionEncryption | null {
  *   malformed XML once an element was seen: truncated input, mismatched tags, a DOCTYPE (which
  *   covers billion-laughs documents), undefined entity syntax errors.
  */
-export function parseSubmission(input: string | Uint8Array, fields?: FormField[]): ParsedSubmission {
-  const bytes = typeof input === 'string' ? new TextEncoder().encode(input) : input;
-  const decoded = typeof input === 'string' ? input : new TextDecoder('utf-8').decode(input);
-  const xml = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
-
-  const { text, inserted } = escapeBareAmpersands(xml);
-  let root: El;
-  try {
-    root = parseTree(text);
-  } catch (e) {
-    if (!(e instanceof XmlFailure)) throw e;
-    if (!e.sawElement) throw problems.user.missingParameter({ field: 'form ID xml attribute' });
-    const { line, column } = lineColumn(xml, e.offset, inserted);
-    throw problems.user.unparseableXml({ format: 'submission xml', rawLength: xml.length, line, column, reason: e.reason });
-  }
-
-  const xmlFormId = attr(root, 'id');
-  if (xmlFormId === undefined || xmlFormId.trim() === '') throw problems.user.missingParameter({ field: 'form ID xml attribute' });
+export function parseSubmission(input: string | Uint8Array | SubmissionDocument, fields?: FormField[]): ParsedSubmission {
+  const { root, bytes, xmlFormId } = isDocument(input) ? input : readSubmission(input);
 
   const instanceId = firstText(root, 'meta', 'instanceID') ?? firstText(root, 'instanceID');
   const encryption = envelope(root);

@@ -6,6 +6,7 @@
  * lenient there). Pure: runs on Node and Workers.
  */
 import { SaxesParser } from 'saxes';
+import { problems, type Problem } from '../problem';
 
 export interface El {
   /** Qualified name as written (`h:title`, `orx:meta`, `data`). */
@@ -136,4 +137,24 @@ export function parseTree(text: string): El {
   }
   if (!root) throw new XmlFailure('document must contain a root element.', text.length, false);
   return root;
+}
+
+/**
+ * Reads XML text into an element tree, the way both parsers accept it: bare `&` taken as text,
+ * failures mapped to Problems.
+ * @param format named in the 400.1 message ('xforms xml', 'submission xml').
+ * @param notXml the Problem for input with no element at all (each parser reports a missing id).
+ * @throws Problem 400.1 `{ format, rawLength, line, column, reason }` for malformed XML or a DOCTYPE;
+ *   `notXml()` when no element was seen.
+ */
+export function readXml(xml: string, format: string, notXml: () => Problem): El {
+  const { text, inserted } = escapeBareAmpersands(xml);
+  try {
+    return parseTree(text);
+  } catch (e) {
+    if (!(e instanceof XmlFailure)) throw e;
+    if (!e.sawElement) throw notXml();
+    const { line, column } = lineColumn(xml, e.offset, inserted);
+    throw problems.user.unparseableXml({ format, rawLength: xml.length, line, column, reason: e.reason });
+  }
 }
