@@ -58,17 +58,15 @@ export function verbsOn(ctx: Ctx, actee: ActeeRef): Promise<Set<string>> {
 function completeVerbs(ctx: Ctx, actee: ActeeRef, granted: string[]): Set<string> {
   const actor = ctx.auth.actor!;
   const verbs = new Set(granted);
-  {
-    if (actor.acteeId === actee.acteeId) {
-      if (actor.type === 'user') {
-        verbs.add('user.read');
-        verbs.add('user.update');
-      }
-      if (actor.type !== 'field_key') verbs.add('session.end');
+  if (actor.acteeId === actee.acteeId) {
+    if (actor.type === 'user') {
+      verbs.add('user.read');
+      verbs.add('user.update');
     }
-    for (const [verb, implied] of Object.entries(impliedVerbs)) {
-      if (verbs.has(verb)) for (const v of implied) verbs.add(v);
-    }
+    if (actor.type !== 'field_key') verbs.add('session.end');
+  }
+  for (const [verb, implied] of Object.entries(impliedVerbs)) {
+    if (verbs.has(verb)) for (const v of implied) verbs.add(v);
   }
   return verbs;
 }

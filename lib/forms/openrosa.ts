@@ -1,5 +1,5 @@
 import { and, asc, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
-import { assignments, formAttachments, blobs, formDefs, forms, projects, roles } from '../../drizzle/schema';
+import { assignments, formAttachments, blobs, formDefs, forms, projects, roles, type FormDefRow, type FormRow } from '../../drizzle/schema';
 import { primeVerbs, requireActor } from '../authz/can';
 import { species } from '../authz/verbs';
 import type { Ctx } from '../context';
@@ -159,7 +159,11 @@ const draftBase = (origin: string, token: string, projectId: number, xmlFormId: 
 /** The draft's form list for its Draft Token: that one form, pointing at the draft paths. */
 export async function draftFormList(ctx: Ctx, token: string, projectId: number, xmlFormId: string, origin: string): Promise<string> {
   const { form, draft } = await formByDraftToken(ctx, token, projectId, xmlFormId);
-  const url = draftBase(origin, token, projectId, form.xmlFormId);
+  return draftListXml(ctx, form, draft, draftBase(origin, token, projectId, form.xmlFormId));
+}
+
+/** A form list of one draft, whose XML and manifest are at `${url}.xml` and `${url}/manifest`. */
+async function draftListXml(ctx: Ctx, form: FormRow, draft: FormDefRow, url: string): Promise<string> {
   const [hasAttachments] = await ctx.db.select({ n: formAttachments.name }).from(formAttachments).where(eq(formAttachments.formDefId, draft.id)).limit(1);
   return renderFormList([{
     xmlFormId: form.xmlFormId, name: draft.name ?? form.xmlFormId, version: draft.version, hash: draft.hash,
@@ -196,9 +200,5 @@ export async function draftDocumentsForActor(ctx: Ctx, projectId: number, xmlFor
   const draft = await getDefOrNotFound(ctx, f.form.draftDefId);
   const url = `${base.origin}${base.prefix}/projects/${f.project.id}/forms/${enc(f.form.xmlFormId)}/draft`;
   if (which === 'manifest') return manifestFor(ctx, draft.id, `${url}/attachments`);
-  const [hasAttachments] = await ctx.db.select({ n: formAttachments.name }).from(formAttachments).where(eq(formAttachments.formDefId, draft.id)).limit(1);
-  return renderFormList([{
-    xmlFormId: f.form.xmlFormId, name: draft.name ?? f.form.xmlFormId, version: draft.version, hash: draft.hash,
-    downloadUrl: `${url}.xml`, manifestUrl: hasAttachments ? `${url}/manifest` : null,
-  }]);
+  return draftListXml(ctx, f.form, draft, url);
 }

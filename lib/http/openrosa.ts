@@ -2,12 +2,12 @@ import type { Problem } from '../problem';
 import { problems } from '../problem';
 import { renderOpenRosaMessage } from '../xforms/openrosa-xml';
 
-/** Advertised on every OpenRosa response (spec, Submission rule 3: 100 megabytes, as Central writes it). */
-export const ACCEPT_CONTENT_LENGTH = '100000000';
-
+/**
+ * Headers on every OpenRosa response. groupApp (lib/http/app.ts) adds them, together with
+ * X-OpenRosa-Accept-Content-Length, which comes from MAX_UPLOAD_BYTES (spec, Submission rule 3).
+ */
 export const openRosaHeaders = {
   'X-OpenRosa-Version': '1.0',
-  'X-OpenRosa-Accept-Content-Length': ACCEPT_CONTENT_LENGTH,
 };
 
 /**
@@ -35,7 +35,7 @@ export function checkOpenRosaVersion(value: string | undefined): void {
 export function openRosaError(problem: Problem): Response {
   return new Response(renderOpenRosaMessage(problem.message), {
     status: problem.status,
-    headers: { 'Content-Type': 'text/xml; charset=utf-8', ...openRosaHeaders },
+    headers: { 'Content-Type': 'text/xml; charset=utf-8' },
   });
 }
 
@@ -43,6 +43,6 @@ export function openRosaError(problem: Problem): Response {
 export function openRosaXml(body: string, status = 200): Response {
   return new Response(body, {
     status,
-    headers: { 'Content-Type': 'text/xml; charset=utf-8', 'Cache-Control': 'private, no-cache', ...openRosaHeaders },
+    headers: { 'Content-Type': 'text/xml; charset=utf-8', 'Cache-Control': 'private, no-cache' },
   });
 }

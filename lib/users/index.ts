@@ -37,11 +37,8 @@ const emailTaken = (value: string) =>
   problems.user.uniquenessViolation({ fields: ['email', 'deleted'], values: [value, 'false'], table: 'users' });
 
 async function assertEmailFree(ctx: Ctx, value: string, exceptActorId?: number): Promise<void> {
-  const [row] = await ctx.db
-    .select({ id: users.actorId })
-    .from(users)
-    .where(and(sql`lower(${users.email}) = lower(${value})`, eq(users.deleted, false)));
-  if (row && row.id !== exceptActorId) throw emailTaken(value);
+  const holder = await findUserByEmail(ctx, value);
+  if (holder && holder.actor.id !== exceptActorId) throw emailTaken(value);
 }
 
 /** Loads a live user by actor id. @throws Problem 404.1. Reads only. */
