@@ -3,9 +3,9 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
-import { Problem } from '../../../lib/problem';
 import { odataFields, parseForm, sanitizeOdataIdentifier } from '../../../lib/xforms/parse-form';
 import type { FormField } from '../../../lib/xforms/types';
+import { problemOf } from '../../helpers/problems';
 
 const SHARED = fileURLToPath(new URL('../../../../shared/fixtures/', import.meta.url));
 const FORMS = join(SHARED, 'forms');
@@ -38,19 +38,6 @@ const OUTPUT_FORMS: Record<string, string> = {
 const outputFolders = readdirSync(OUTPUTS).filter((d) => !d.startsWith('_') && statSync(join(OUTPUTS, d)).isDirectory());
 const formOf = (folder: string) => OUTPUT_FORMS[folder] ?? join(FORMS, `${folder}.xml`);
 
-/** Expects `fn` to throw a Problem with `code`; returns it. */
-function problemOf(fn: () => unknown, code: number): Problem {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (e) {
-    caught = e;
-  }
-  expect(caught).toBeInstanceOf(Problem);
-  const p = caught as Problem;
-  expect({ code: p.code, message: p.message }).toMatchObject({ code });
-  return p;
-}
 
 const xform = (instance: string, rest = '', body = '', head = '') => `<?xml version="1.0"?>
 <h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml">

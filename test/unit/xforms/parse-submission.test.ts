@@ -3,10 +3,10 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
-import { Problem } from '../../../lib/problem';
 import { parseForm } from '../../../lib/xforms/parse-form';
 import { parseSubmission } from '../../../lib/xforms/parse-submission';
 import type { FormField, ParsedSubmission } from '../../../lib/xforms/types';
+import { problemOf } from '../../helpers/problems';
 
 const SHARED = fileURLToPath(new URL('../../../../shared/fixtures/', import.meta.url));
 const SUBMISSIONS = join(SHARED, 'submissions');
@@ -30,19 +30,6 @@ function allXml(dir: string): string[] {
   return out;
 }
 
-/** Expects `fn` to throw a Problem with `code`; returns it. */
-function problemOf(fn: () => unknown, code: number): Problem {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (e) {
-    caught = e;
-  }
-  expect(caught).toBeInstanceOf(Problem);
-  const p = caught as Problem;
-  expect({ code: p.code, message: p.message }).toMatchObject({ code });
-  return p;
-}
 
 /** What a file says, read independently with simple regexes (not with the parser under test). */
 function expectedOf(xml: string) {
