@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { bigint, index, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
 import { ts } from './_columns';
 import { actors } from './actors';
@@ -18,6 +19,8 @@ export const audits = pgTable('audits', {
   index('audits_actee_id_logged_at').on(t.acteeId, t.loggedAt),
   index('audits_actor_id_logged_at').on(t.actorId, t.loggedAt),
   index('audits_action_logged_at').on(t.action, t.loggedAt),
+  // S/audits: a submission's own entries (details.submissionId, as Central records them).
+  index('audits_submission_id').on(sql`((${t.details} ->> 'submissionId')::int)`).where(sql`${t.details} ? 'submissionId'`),
 ]);
 
 export type AuditRow = typeof audits.$inferSelect;

@@ -13,5 +13,6 @@ export * from './keys';
 export * from './submissions';
 export * from './submission-defs';
 export * from './submission-attachments';
+export * from './comments';
 export * from './audits';
 export * from './blobs';

@@ -1,37 +1,90 @@
-/** Submissions (REST): list, one, .xml, attachments (also draft); review state, trash, restore, versions. */
-import { isExtended, newApp, success } from '../../lib/http/app';
+/** Submissions (REST): list, create, one (301 for a version id), .xml, PUT, review, trash, audits, keys, submitters, attachments, versions, diffs, comments. */
+import type { Context } from 'hono';
+import { isExtended, newApp, success, type AppEnv } from '../../lib/http/app';
+import { jsonBody } from '../../lib/http/body';
 import { projectId, stringParam } from '../../lib/http/params';
-import { blobResponse, xmlResponse } from '../../lib/http/responses';
+import { blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
+import { problems } from '../../lib/problem';
+import * as attachments from '../../lib/submissions/attachments';
+import * as comments from '../../lib/submissions/comments';
+import { createSubmission, updateSubmission } from '../../lib/submissions/ingest';
 import * as manage from '../../lib/submissions/manage';
 import * as queries from '../../lib/submissions/queries';
-import { jsonBody } from '../../lib/http/body';
+import * as versions from '../../lib/submissions/versions';
 
+type C = Context<AppEnv, string>;
 const F = '/v1/projects/:projectId/forms/:xmlFormId';
-const id = (c: { req: { param(n: string): string | undefined } }) => c.req.param('xmlFormId') ?? '';
+const form = (c: C) => stringParam(c, 'xmlFormId');
+const inst = (c: C) => stringParam(c, 'instanceId');
+const client = (c: C) => ({ deviceId: c.req.query('deviceID') ?? null, userAgent: c.req.header('user-agent') ?? null });
+const target = (c: C, draft: boolean) => ({ projectId: projectId(c), xmlFormId: form(c), instanceId: inst(c), draft });
+const file = async (c: C) => ({ bytes: await bodyBytes(c), contentType: c.req.header('content-type')?.split(';')[0]?.trim() || null });
+// Central answers Express's redirect page: 301, text/html, Location the submission's own URL.
+const moved = (c: C, to: string) => {
+  const url = c.req.path.replace(/[^/]+$/, encodeURIComponent(to));
+  return c.html(`<p>Moved Permanently. Redirecting to <a href="${url}">${url}</a></p>`, 301, { Location: url });
+};
 
 export const submissionRestRoutes = newApp();
 for (const [prefix, draft] of [[`${F}/submissions`, false], [`${F}/draft/submissions`, true]] as const) {
   submissionRestRoutes
-    .get(prefix, async (c) => c.json(await queries.listSubmissions(c.var.ctx, projectId(c), id(c), draft, isExtended(c))))
+    .get(prefix, async (c) => c.json(await queries.listSubmissions(c.var.ctx, projectId(c), form(c), draft, isExtended(c))))
+    .post(prefix, async (c) =>
+      c.json(await createSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), draft, xml: await bodyBytes(c), ...client(c) })))
+    .get(`${prefix}/keys`, async (c) => c.json(await manage.listSubmissionKeys(c.var.ctx, projectId(c), form(c), draft)))
     .get(`${prefix}/:file{[^/]+\\.xml}`, async (c) =>
-      xmlResponse(await queries.getSubmissionXml(c.var.ctx, projectId(c), id(c), stringParam(c, 'file').replace(/\.xml$/, ''), draft)))
-    .get(`${prefix}/:instanceId`, async (c) =>
-      c.json(await queries.getSubmission(c.var.ctx, projectId(c), id(c), stringParam(c, 'instanceId'), draft, isExtended(c))))
-    .get(`${prefix}/:instanceId/attachments`, async (c) =>
-      c.json(await manage.listAttachments(c.var.ctx, projectId(c), id(c), stringParam(c, 'instanceId'), draft)))
+      xmlResponse(await queries.getSubmissionXml(c.var.ctx, projectId(c), form(c), stringParam(c, 'file').replace(/\.xml$/, ''), draft)))
+    .get(`${prefix}/:instanceId`, async (c) => {
+      const found = await queries.getSubmission(c.var.ctx, projectId(c), form(c), inst(c), draft, isExtended(c));
+      return 'redirectTo' in found ? moved(c, found.redirectTo) : c.json(found);
+    })
+    .get(`${prefix}/:instanceId/attachments`, async (c) => c.json(await attachments.listAttachments(c.var.ctx, target(c, draft))))
     .get(`${prefix}/:instanceId/attachments/:filename`, async (c) =>
-      blobResponse(c, c.var.ctx, await manage.getAttachmentFile(c.var.ctx, projectId(c), id(c), stringParam(c, 'instanceId'), draft, stringParam(c, 'filename'))));
+      blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, target(c, draft), stringParam(c, 'filename'))))
+    .post(`${prefix}/:instanceId/attachments/:filename`, async (c) => {
+      await attachments.setAttachment(c.var.ctx, target(c, draft), stringParam(c, 'filename'), await file(c));
+      return success(c);
+    })
+    .delete(`${prefix}/:instanceId/attachments/:filename`, async (c) => {
+      await attachments.setAttachment(c.var.ctx, target(c, draft), stringParam(c, 'filename'), null);
+      return success(c);
+    });
 }
 
+// The Draft Token form of REST creation (spec: Submissions (REST), draft variants).
+submissionRestRoutes.post('/v1/test/:token/projects/:projectId/forms/:xmlFormId/draft/submissions', async (c) =>
+  c.json(await createSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), draft: true, token: stringParam(c, 'token'), xml: await bodyBytes(c), ...client(c) })));
+
 const S = `${F}/submissions/:instanceId`;
+const V = `${S}/versions/:versionId`;
 submissionRestRoutes
-  .patch(S, async (c) => c.json(await manage.setReviewState(c.var.ctx, projectId(c), id(c), stringParam(c, 'instanceId'), await jsonBody(c))))
+  .get(`${F}/submissions/submitters`, async (c) => c.json(await manage.listSubmitters(c.var.ctx, projectId(c), form(c))))
+  .put(S, async (c) => c.json(await updateSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), instanceId: inst(c), xml: await bodyBytes(c), ...client(c) })))
+  .patch(S, async (c) => c.json(await manage.setReviewState(c.var.ctx, projectId(c), form(c), inst(c), await jsonBody(c))))
   .delete(S, async (c) => {
-    await manage.deleteSubmission(c.var.ctx, projectId(c), id(c), stringParam(c, 'instanceId'));
+    await manage.deleteSubmission(c.var.ctx, projectId(c), form(c), inst(c));
     return success(c);
   })
   .post(`${S}/restore`, async (c) => {
-    await manage.restoreSubmission(c.var.ctx, projectId(c), id(c), stringParam(c, 'instanceId'));
+    await manage.restoreSubmission(c.var.ctx, projectId(c), form(c), inst(c));
     return success(c);
   })
-  .get(`${S}/versions`, async (c) => c.json(await manage.listVersions(c.var.ctx, projectId(c), id(c), stringParam(c, 'instanceId'))));
+  // Web editing needs Enketo or Web Forms editing; until then, Central's "not supported" (issue 4).
+  .get(`${S}/edit`, () => {
+    throw problems.internal.notImplemented({ feature: 'submission editing' });
+  })
+  .get(`${S}/audits`, async (c) => c.json(await manage.listSubmissionAudits(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c))))
+  .get(`${S}/diffs`, async (c) => c.json(await versions.diffVersions(c.var.ctx, projectId(c), form(c), inst(c))))
+  .get(`${S}/comments`, async (c) => c.json(await comments.listComments(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c))))
+  .post(`${S}/comments`, async (c) => c.json(await comments.createComment(c.var.ctx, projectId(c), form(c), inst(c), await jsonBody(c))))
+  .get(`${S}/versions`, async (c) => c.json(await versions.listVersions(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c))))
+  .get(`${S}/versions/:file{[^/]+\\.xml}`, async (c) =>
+    xmlResponse(await versions.getVersionXml(c.var.ctx, projectId(c), form(c), inst(c), stringParam(c, 'file').replace(/\.xml$/, ''))))
+  .get(V, async (c) => c.json(await versions.getVersion(c.var.ctx, projectId(c), form(c), inst(c), stringParam(c, 'versionId'), isExtended(c))))
+  .get(`${V}/attachments`, async (c) => c.json(await attachments.listAttachments(c.var.ctx, { ...target(c, false), versionId: stringParam(c, 'versionId') })))
+  .get(`${V}/attachments/:filename`, async (c) =>
+    blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, { ...target(c, false), versionId: stringParam(c, 'versionId') }, stringParam(c, 'filename'))))
+  .delete(`${V}/attachments/:filename`, async (c) => {
+    await attachments.setAttachment(c.var.ctx, { ...target(c, false), versionId: stringParam(c, 'versionId') }, stringParam(c, 'filename'), null);
+    return success(c);
+  });

@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { sweepOrphanBlobs } from '../../lib/blobs';
 import { purgeExpiredSessions } from '../../lib/sessions';
 import { purgeForms } from '../../lib/forms';
+import { purgeSubmissions } from '../../lib/submissions/manage';
 import { ConfigError } from '../../lib/config';
 import { systemCtx } from '../../lib/context';
 import { Problem } from '../../lib/problem';
@@ -20,7 +21,7 @@ const usage = `usage: npm run cli -- <command> [options]
   user-set-password --email E --password P
   blobs-sweep                            delete stored blobs no database row refers to
   sessions-purge                         delete expired sessions
-  purge [--force]                        purge forms in the Trash for over 30 days (--force: all of them now)`;
+  purge [--force]                        purge forms and submissions in the Trash for over 30 days (--force: all now)`;
 
 async function main(): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -63,7 +64,8 @@ async function main(): Promise<number> {
       }
       case 'purge': {
         const purged = await purgeForms(ctx, { force: values.force === true });
-        console.log(`Purged ${purged.length} form(s) from the Trash.`);
+        const submissions = await purgeSubmissions(ctx, { force: values.force === true });
+        console.log(`Purged ${purged.length} form(s) and ${submissions} submission(s) from the Trash.`);
         break;
       }
       case 'sessions-purge':

@@ -1,5 +1,6 @@
 import { and, desc, eq, gte, inArray, lt, notInArray, sql, type SQL } from 'drizzle-orm';
-import { actors, audits, projects, type AuditRow } from '../../drizzle/schema';
+import { actors, audits, formDefs, forms, projects, type AuditRow } from '../../drizzle/schema';
+import { formJson, type FormJson } from '../forms/queries';
 import { actorJson, type ActorJson } from '../actors';
 import { canOrReject, speciesActee } from '../authz/can';
 import { species } from '../authz/verbs';
@@ -42,8 +43,8 @@ export interface AuditQuery {
   offset?: number;
 }
 
-/** Audit JSON: actorId, action, acteeId, details, loggedAt, notes (Central's readable fields). */
-const auditJson = (a: AuditRow) => ({
+/** Audit JSON: actorId, action, acteeId, details, loggedAt, notes (Central's readable fields). Pure. */
+export const auditJson = (a: AuditRow) => ({
   actorId: a.actorId,
   action: a.action,
   acteeId: a.acteeId,
@@ -73,7 +74,7 @@ async function parseTime(ctx: Ctx, field: string, value: string | undefined): Pr
 /**
  * The server audit log (GET /v1/audits), newest first.
  * @param q action (exact, a group name, or `nonverbose`), start (inclusive) / end (exclusive) ISO timestamps,
- *   limit/offset. Extended adds `actor` and `actee` (the user, App User or project acted on).
+ *   limit/offset. Extended adds `actor` and `actee` (the user, App User, project or form acted on).
  * @throws 401.2/403.1 without audit.read; 400.11 for an unparseable start/end.
  */
 export async function listAudits(ctx: Ctx, q: AuditQuery, extended: boolean): Promise<Array<Record<string, unknown>>> {
@@ -96,10 +97,17 @@ export async function listAudits(ctx: Ctx, q: AuditQuery, extended: boolean): Pr
   const actorRows = actorIds.length ? await ctx.db.select().from(actors).where(inArray(actors.id, actorIds)) : [];
   const acteeActors = acteeIds.length ? await ctx.db.select().from(actors).where(inArray(actors.acteeId, acteeIds)) : [];
   const acteeProjects = acteeIds.length ? await ctx.db.select().from(projects).where(inArray(projects.acteeId, acteeIds)) : [];
+  // Forms (form.* and submission.* actions), shown with their current (else draft) definition.
+  const acteeForms = acteeIds.length
+    ? await ctx.db.select({ form: forms, def: formDefs }).from(forms)
+      .innerJoin(formDefs, eq(formDefs.id, sql`coalesce(${forms.currentDefId}, ${forms.draftDefId})`))
+      .where(inArray(forms.acteeId, acteeIds))
+    : [];
   const byId = new Map(actorRows.map((a) => [a.id, actorJson(a)]));
-  const actees = new Map<string, ActorJson | ReturnType<typeof projectJson>>([
+  const actees = new Map<string, ActorJson | ReturnType<typeof projectJson> | FormJson>([
     ...acteeActors.map((a) => [a.acteeId, actorJson(a)] as const),
     ...acteeProjects.map((p) => [p.acteeId, projectJson(p)] as const),
+    ...acteeForms.map((r) => [r.form.acteeId, formJson(r.form, r.def)] as const),
   ]);
   return rows.map((r) => ({
     ...auditJson(r),

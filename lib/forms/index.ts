@@ -20,6 +20,7 @@ import {
   canOnFormOrReject, canReadFormOrReject, displayedDef, extendedFormFields, formJson, getDefOrNotFound,
   getFormOrNotFound, publishedDefs, type FormJson, type LoadedForm,
 } from './queries';
+import { deleteDraftSubmissions } from '../submissions/manage';
 
 export { getFormOrNotFound, type LoadedForm } from './queries';
 
@@ -212,7 +213,7 @@ export async function getDraftFields(ctx: Ctx, projectId: number, xmlFormId: str
  * no Content-Type, a copy of the published definition. The Draft Token and attachments whose name
  * and type still match carry over. A field may not change type from any earlier version (400.17);
  * removed fields are a Structure Change warning (400.16 unless ignoreWarnings).
- * Effects: new draft definition (the previous draft is deleted); audit `form.update.draft.set` or
+ * Effects: new draft definition (the previous draft and its test submissions are deleted); audit `form.update.draft.set` or
  *   `form.update.draft.replace`.
  * @throws 404.1; 403.1 without form.update; 400.x parse errors; 400.8 a different xmlFormId;
  *   400.16; 400.17; 400.27 no meta group.
@@ -248,7 +249,11 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
       .update(forms)
       .set({ draftDefId: def.id, draftToken: f.form.draftToken ?? generateToken(), updatedAt: new Date() })
       .where(eq(forms.id, f.form.id));
-    if (previousDraftId != null) await deleteUnpublishedDef(tx, previousDraftId);
+    if (previousDraftId != null) {
+      // Test submissions belong to the draft they were made against (Central clears them too).
+      await deleteDraftSubmissions(tx, f.form);
+      await deleteUnpublishedDef(tx, previousDraftId);
+    }
     await audit(tx, tx, previousDraftId != null ? 'form.update.draft.replace' : 'form.update.draft.set', f.form.acteeId, { newDraftDefId: def.id });
   });
 }
@@ -256,7 +261,8 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
 /**
  * Publishes the draft (POST F/draft/publish). `version` first replaces the draft's version string
  * (the XML changes, and so its hashes); `notes` come from X-Action-Notes.
- * Effects: the draft becomes the current definition; draft token ends; audit `form.update.publish`.
+ * Effects: the draft becomes the current definition; draft token ends; draft submissions removed;
+ *   audit `form.update.publish`.
  * @throws 404.1 no draft; 403.1 without form.update; 409.6 that version was already published.
  */
 export async function publishDraft(ctx: Ctx, projectId: number, xmlFormId: string, version: string | undefined, notes: string | null): Promise<void> {
@@ -279,13 +285,15 @@ export async function publishDraft(ctx: Ctx, projectId: number, xmlFormId: strin
       .update(forms)
       .set({ currentDefId: def.id, draftDefId: null, draftToken: null, updatedAt: new Date() })
       .where(eq(forms.id, form.id));
+    await deleteDraftSubmissions(tx, form);
     await audit(tx, tx, 'form.update.publish', form.acteeId, { oldDefId: form.currentDefId, newDefId: def.id }, notes);
   });
 }
 
 /**
  * Deletes the draft (DELETE F/draft); the published version stays.
- * Effects: draft definition and its attachment rows removed, token ended; audit `form.update.draft.delete`.
+ * Effects: draft definition, its attachment rows and draft submissions removed, token ended; audit
+ *   `form.update.draft.delete`.
  * @throws 404.1 no draft; 403.1 without form.update; 409.7 the form was never published.
  */
 export async function deleteDraft(ctx: Ctx, projectId: number, xmlFormId: string): Promise<void> {
@@ -293,6 +301,7 @@ export async function deleteDraft(ctx: Ctx, projectId: number, xmlFormId: string
     const { form, draft } = await loadDraft(tx, projectId, xmlFormId, 'form.update');
     if (form.currentDefId == null) throw problems.form.noPublishedVersion();
     await tx.db.update(forms).set({ draftDefId: null, draftToken: null }).where(eq(forms.id, form.id));
+    await deleteDraftSubmissions(tx, form);
     await deleteUnpublishedDef(tx, draft.id);
     await audit(tx, tx, 'form.update.draft.delete', form.acteeId, { oldDraftDefId: draft.id });
   });

@@ -19,7 +19,7 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/audits(\/|$)/, 'audits'],
   // OpenRosa submission (and its Draft Token form), before the forms entries.
   [/^\/v1\/projects\/[^/]+\/submission$/, 'submissions'],
-  [/^\/v1\/test\/[^/]+\/projects\/[^/]+\/forms\/[^/]+\/draft\/submission$/, 'submissions'],
+  [/^\/v1\/test\/[^/]+\/projects\/[^/]+\/forms\/[^/]+\/draft\/submissions?$/, 'submissions'],
   [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/(draft\/)?submissions(\/|$)/, 'submissions'],
   // Forms, drafts, versions, form attachments, the OpenRosa form list/manifest and Draft Token paths.
   [/^\/v1\/projects\/[^/]+\/formList$/, 'forms'],

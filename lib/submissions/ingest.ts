@@ -6,13 +6,14 @@ import {
 import { audit } from '../audits/log';
 import { storeBlob } from '../blobs';
 import { withTx, type Ctx } from '../context';
-import { getFormOrNotFound, formActee, type LoadedForm } from '../forms/queries';
+import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound, formActee, type LoadedForm } from '../forms/queries';
 import { formByDraftToken } from '../forms/openrosa';
 import { problemFromDbError } from '../db/errors';
 import { problems } from '../problem';
 import { can, rejection } from '../authz/can';
-import { parseSubmission, readSubmission } from '../xforms/parse-submission';
+import { parseSubmission, readSubmission, type SubmissionDocument } from '../xforms/parse-submission';
 import type { ParsedSubmission } from '../xforms/types';
+import { getSubmissionOrNotFound, submissionJson, type SubmissionJson } from './queries';
 
 /** A file part of an OpenRosa submission POST. */
 export interface SubmittedFile {
@@ -21,13 +22,17 @@ export interface SubmittedFile {
   contentType: string | null;
 }
 
-export interface OpenRosaSubmission {
+/** Client metadata recorded with each version (spec, Submission Version). */
+interface ClientInfo {
+  deviceId: string | null;
+  userAgent: string | null;
+}
+
+export interface OpenRosaSubmission extends ClientInfo {
   projectId: number;
   /** The submission XML (the xml_submission_file part), byte for byte. */
   xml: Uint8Array;
   files: SubmittedFile[];
-  deviceId: string | null;
-  userAgent: string | null;
   /** Submitting to the form's draft: through a Draft Token (no actor) or as a signed-in actor. */
   draft?: { token: string; xmlFormId: string } | null;
 }
@@ -36,27 +41,46 @@ export type IngestOutcome = 'created' | 'attachments' | 'edited';
 
 const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
-async function targetFor(ctx: Ctx, input: OpenRosaSubmission, parsed: { xmlFormId: string; version: string }): Promise<{ form: FormRow; def: FormDefRow; draft: boolean }> {
+/** instanceIDs as clients make them (`uuid:…`), bounded so they stay sane in URLs and exports. */
+const INSTANCE_ID = /^[A-Za-z0-9:._-]{1,64}$/;
+
+/** @throws 400.8 for an instanceID / deprecatedID that is too long or has odd characters. */
+function checkIds(instanceId: string, deprecatedId: string | null): void {
+  for (const [field, value] of [['instanceID', instanceId], ['deprecatedID', deprecatedId]] as const) {
+    if (value != null && !INSTANCE_ID.test(value)) {
+      throw problems.user.unexpectedValue({ field, value, reason: 'expected at most 64 characters: letters, digits and : . _ -' });
+    }
+  }
+}
+
+/** The published definition a submission names by its version. @throws 404.6. */
+async function publishedDefByVersion(ctx: Ctx, form: FormRow, version: string): Promise<FormDefRow> {
+  const [def] = await ctx.db
+    .select()
+    .from(formDefs)
+    .where(and(eq(formDefs.formId, form.id), isNotNull(formDefs.publishedAt), eq(formDefs.version, version)));
+  if (!def) throw problems.submission.formVersionNotFound({ formVersion: version });
+  return def;
+}
+
+async function openRosaTarget(ctx: Ctx, input: OpenRosaSubmission, doc: SubmissionDocument): Promise<{ form: FormRow; def: FormDefRow; draft: boolean }> {
   if (input.draft) {
     const { form, draft } = await formByDraftToken(ctx, input.draft.token, input.projectId, input.draft.xmlFormId);
-    if (parsed.xmlFormId !== form.xmlFormId) throw problems.user.notFound();
+    if (doc.xmlFormId !== form.xmlFormId) throw problems.user.notFound();
     return { form, def: draft, draft: true };
   }
-  const loaded: LoadedForm = await getFormOrNotFound(ctx, input.projectId, parsed.xmlFormId);
+  const loaded: LoadedForm = await getFormOrNotFound(ctx, input.projectId, doc.xmlFormId);
   // Central turns a rights failure into 401.2 on OpenRosa submission, so Collect asks for credentials.
   if (!(await can(ctx, 'submission.create', formActee(loaded)))) {
     const p = rejection(ctx);
     throw p.code === 403.1 ? problems.user.authenticationFailed() : p;
   }
-  const [def] = await ctx.db
-    .select()
-    .from(formDefs)
-    .where(and(eq(formDefs.formId, loaded.form.id), isNotNull(formDefs.publishedAt), eq(formDefs.version, parsed.version)));
-  if (!def) throw problems.submission.formVersionNotFound({ formVersion: parsed.version });
+  const def = await publishedDefByVersion(ctx, loaded.form, doc.version);
   if (loaded.form.state === 'closed') throw problems.submission.notAcceptingSubmissions();
   return { form: loaded.form, def, draft: false };
 }
 
+/** The version with this instanceID among the form's (draft or live) submissions, if any. */
 async function findVersion(ctx: Ctx, formId: number, draft: boolean, instanceId: string): Promise<{ sub: SubmissionRow; def: SubmissionDefRow } | null> {
   const [row] = await ctx.db
     .select({ sub: submissions, def: submissionDefs })
@@ -66,28 +90,42 @@ async function findVersion(ctx: Ctx, formId: number, draft: boolean, instanceId:
   return row ?? null;
 }
 
-async function attachFiles(ctx: Ctx, defId: number, expected: string[], files: SubmittedFile[]): Promise<void> {
+/**
+ * Serialises writers of one submission (a Collect retry racing its first attempt, two editors): the
+ * row lock is held to the end of the transaction, and reads after it see what the other committed.
+ */
+async function lockSubmission(ctx: Ctx, submissionId: number): Promise<void> {
+  await ctx.db.select({ id: submissions.id }).from(submissions).where(eq(submissions.id, submissionId)).for('update');
+}
+
+/**
+ * Stores the files the version expects (others are ignored, as Central does); with `audited`, one
+ * `submission.attachment.update` per file, as Central logs media added to an existing version.
+ */
+async function attachFiles(ctx: Ctx, form: FormRow, sub: SubmissionRow, def: SubmissionDefRow, expected: string[], files: SubmittedFile[], audited: boolean): Promise<void> {
   const wanted = new Set(expected);
   for (const file of files) {
-    // Parts the XML does not name are ignored, as Central does.
     if (!wanted.has(file.name)) continue;
     const blob = await storeBlob(ctx, file.bytes, file.contentType);
+    const [before] = await ctx.db
+      .select({ blobId: submissionAttachments.blobId })
+      .from(submissionAttachments)
+      .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, file.name)));
     await ctx.db
       .update(submissionAttachments)
       .set({ blobId: blob.id, contentType: file.contentType, updatedAt: new Date() })
-      .where(and(eq(submissionAttachments.submissionDefId, defId), eq(submissionAttachments.name, file.name)));
+      .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, file.name)));
+    if (audited) {
+      await audit(ctx, ctx, 'submission.attachment.update', form.acteeId, {
+        submissionId: sub.id, instanceId: sub.instanceId, submissionDefId: def.id, name: file.name,
+        oldBlobId: before?.blobId ?? null, newBlobId: blob.id,
+      });
+    }
   }
 }
 
-async function insertDef(
-  ctx: Ctx,
-  sub: SubmissionRow,
-  formDef: FormDefRow,
-  parsed: ParsedSubmission,
-  xml: string,
-  instanceId: string,
-  input: OpenRosaSubmission,
-): Promise<SubmissionDefRow> {
+/** Inserts a version (current) with its expected-attachment rows. */
+async function insertDef(ctx: Ctx, sub: SubmissionRow, formDef: FormDefRow, parsed: ParsedSubmission, xml: string, instanceId: string, client: ClientInfo): Promise<SubmissionDefRow> {
   const [def] = await ctx.db
     .insert(submissionDefs)
     .values({
@@ -98,8 +136,8 @@ async function insertDef(
       md5: parsed.hash.md5,
       instanceName: parsed.instanceName,
       submitterId: ctx.auth.actor?.id ?? null,
-      deviceId: input.deviceId,
-      userAgent: input.userAgent,
+      deviceId: client.deviceId,
+      userAgent: client.userAgent,
       current: true,
       encrypted: parsed.encryption != null,
       values: parsed.values,
@@ -111,12 +149,68 @@ async function insertDef(
   return def!;
 }
 
+/** A new submission with its first version. Effects: rows; audit `submission.create`. */
+async function createNew(
+  tx: Ctx, form: FormRow, formDef: FormDefRow, draft: boolean, parsed: ParsedSubmission, xml: string, instanceId: string, client: ClientInfo,
+): Promise<{ sub: SubmissionRow; def: SubmissionDefRow }> {
+  const [inserted] = await tx.db
+    .insert(submissions)
+    .values({ formId: form.id, instanceId, draft, submitterId: tx.auth.actor?.id ?? null, deviceId: client.deviceId, userAgent: client.userAgent })
+    .returning();
+  const def = await insertDef(tx, inserted!, formDef, parsed, xml, instanceId, client);
+  const [sub] = await tx.db.update(submissions).set({ currentDefId: def.id }).where(eq(submissions.id, inserted!.id)).returning();
+  await audit(tx, tx, 'submission.create', form.acteeId, { submissionId: sub!.id, instanceId, submissionDefId: def.id });
+  return { sub: sub!, def };
+}
+
+/**
+ * A new current version of `old` (spec, Submission rule 2 and PUT S): the old one stops being
+ * current, still-relevant media carry over by file name, uploaded files then replace them, and the
+ * review state becomes `edited` (as Central). Effects: rows; audit `submission.update.version`.
+ */
+async function addVersion(
+  tx: Ctx, form: FormRow, formDef: FormDefRow, old: { sub: SubmissionRow; def: SubmissionDefRow },
+  parsed: ParsedSubmission, xml: string, instanceId: string, client: ClientInfo, files: SubmittedFile[],
+): Promise<{ sub: SubmissionRow; def: SubmissionDefRow }> {
+  await tx.db.update(submissionDefs).set({ current: false }).where(eq(submissionDefs.id, old.def.id));
+  const def = await insertDef(tx, old.sub, formDef, parsed, xml, instanceId, client);
+  const oldFiles = await tx.db.select().from(submissionAttachments).where(eq(submissionAttachments.submissionDefId, old.def.id));
+  for (const f of oldFiles) {
+    if (f.blobId == null || !parsed.attachments.includes(f.name)) continue;
+    await tx.db
+      .update(submissionAttachments)
+      .set({ blobId: f.blobId, contentType: f.contentType, updatedAt: f.updatedAt })
+      .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, f.name)));
+  }
+  await attachFiles(tx, form, old.sub, def, parsed.attachments, files, false);
+  const [sub] = await tx.db
+    .update(submissions)
+    .set({ currentDefId: def.id, reviewState: 'edited', updatedAt: new Date() })
+    .where(eq(submissions.id, old.sub.id))
+    .returning();
+  await audit(tx, tx, 'submission.update.version', form.acteeId, { submissionId: old.sub.id, instanceId: old.sub.instanceId, submissionDefId: def.id });
+  return { sub: sub!, def };
+}
+
+/** Runs `once`, and once more when it lost a race on the unique (form, instanceId, draft) index. */
+async function retryOnDuplicate<T>(ctx: Ctx, once: () => Promise<T>): Promise<T> {
+  try {
+    return await once();
+  } catch (err) {
+    // Two identical POSTs racing (Collect retries): the loser hits the unique index. Run it again;
+    // it now finds the winner's row and answers as for a resubmission (rule 1), never a duplicate.
+    if (!ctx.tx && problemFromDbError(err)?.code === 409.3) return once();
+    throw err;
+  }
+}
+
 /**
  * Ingests an OpenRosa submission (POST P/submission, the App User and Draft Token forms of it):
  * the OpenRosa Form Submission API and the spec's Submission rules 1 and 2.
  * - New instanceID: a submission and its first version are stored (XML byte for byte, the values
  *   every later read needs), with the media parts the XML names.
- * - Same instanceID and identical XML (rule 1): the media parts add or replace attachments.
+ * - Same instanceID and identical XML (rule 1): the media parts add or replace attachments
+ *   (audit `submission.attachment.update` per file).
  * - deprecatedID naming the current version (rule 2): a new current version; still-relevant media
  *   carry over by file name; the review state becomes `edited`.
  * @returns what happened. Effects, in one transaction (blobs included): rows in submissions,
@@ -129,74 +223,135 @@ async function insertDef(
  *   400.8 an instanceID or deprecatedID over 64 characters or with other than [A-Za-z0-9:._-].
  */
 export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmission): Promise<IngestOutcome> {
-  try {
-    return await ingestOnce(ctx, input);
-  } catch (err) {
-    // Two identical POSTs racing (Collect retries): the loser hits the unique index. Run it again;
-    // it now finds the winner's row and answers as for a resubmission (rule 1), never a duplicate.
-    if (!ctx.tx && problemFromDbError(err)?.code === 409.3) return ingestOnce(ctx, input);
-    throw err;
-  }
-}
-
-/** instanceIDs as clients make them (`uuid:…`), bounded so they stay sane in URLs and exports. */
-const INSTANCE_ID = /^[A-Za-z0-9:._-]{1,64}$/;
-
-async function ingestOnce(ctx: Ctx, input: OpenRosaSubmission): Promise<IngestOutcome> {
   if (!input.draft && ctx.auth.actor == null) throw problems.user.authenticationFailed();
   // One parse: the tree read here is reused once the form version's fields are known.
   const doc = readSubmission(input.xml);
   const xml = decoder.decode(input.xml);
-  return withTx(ctx, async (tx) => {
-    const { form, def: formDef, draft } = await targetFor(tx, input, doc);
+  return retryOnDuplicate(ctx, () => withTx(ctx, async (tx) => {
+    const { form, def: formDef, draft } = await openRosaTarget(tx, input, doc);
     const parsed = parseSubmission(doc, formDef.fields);
     const instanceId = parsed.instanceId ?? crypto.randomUUID();
-    for (const [field, value] of [['instanceID', instanceId], ['deprecatedID', parsed.deprecatedId]] as const) {
-      if (value != null && !INSTANCE_ID.test(value)) {
-        throw problems.user.unexpectedValue({ field, value, reason: 'expected at most 64 characters: letters, digits and : . _ -' });
+    checkIds(instanceId, parsed.deprecatedId);
+
+    let existing = await findVersion(tx, form.id, draft, instanceId);
+    if (!existing && parsed.deprecatedId != null) {
+      const found = await findVersion(tx, form.id, draft, parsed.deprecatedId);
+      if (!found) throw problems.submission.deprecatedIdNotFound({ deprecatedId: parsed.deprecatedId });
+      await lockSubmission(tx, found.sub.id);
+      // A racing identical edit (a retry) may have landed while we waited for the lock.
+      existing = await findVersion(tx, form.id, draft, instanceId);
+      if (!existing) {
+        const old = (await findVersion(tx, form.id, draft, parsed.deprecatedId))!;
+        if (old.sub.deletedAt != null) throw problems.submission.duplicateSubmission();
+        if (!old.def.current) throw problems.submission.deprecatingOldSubmission({ deprecatedId: parsed.deprecatedId });
+        await addVersion(tx, form, formDef, old, parsed, xml, instanceId, input, input.files);
+        return 'edited';
       }
     }
-    const existing = await findVersion(tx, form.id, draft, instanceId);
 
     if (existing) {
-      if (existing.sub.deletedAt != null) throw problems.submission.duplicateSubmission();
-      if (!existing.def.current) throw problems.submission.deprecatingOldSubmission({ instanceId });
-      if (existing.def.xml !== xml) throw problems.submission.xmlConflict();
-      await attachFiles(tx, existing.def.id, parsed.attachments, input.files);
+      await lockSubmission(tx, existing.sub.id);
+      const now = (await findVersion(tx, form.id, draft, instanceId))!;
+      if (now.sub.deletedAt != null) throw problems.submission.duplicateSubmission();
+      if (!now.def.current) throw problems.submission.deprecatingOldSubmission({ instanceId });
+      if (now.def.xml !== xml) throw problems.submission.xmlConflict();
+      await attachFiles(tx, form, now.sub, now.def, parsed.attachments, input.files, true);
       return 'attachments';
     }
 
-    if (parsed.deprecatedId != null) {
-      const old = await findVersion(tx, form.id, draft, parsed.deprecatedId);
-      if (!old) throw problems.submission.deprecatedIdNotFound({ deprecatedId: parsed.deprecatedId });
-      if (old.sub.deletedAt != null) throw problems.submission.duplicateSubmission();
-      if (!old.def.current) throw problems.submission.deprecatingOldSubmission({ deprecatedId: parsed.deprecatedId });
-      await tx.db.update(submissionDefs).set({ current: false }).where(eq(submissionDefs.id, old.def.id));
-      const def = await insertDef(tx, old.sub, formDef, parsed, xml, instanceId, input);
-      // Still-relevant media carry over by file name (rule 2); uploaded parts then replace them.
-      const oldFiles = await tx.db.select().from(submissionAttachments).where(eq(submissionAttachments.submissionDefId, old.def.id));
-      for (const f of oldFiles) {
-        if (f.blobId == null || !parsed.attachments.includes(f.name)) continue;
-        await tx.db
-          .update(submissionAttachments)
-          .set({ blobId: f.blobId, contentType: f.contentType, updatedAt: f.updatedAt })
-          .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, f.name)));
-      }
-      await attachFiles(tx, def.id, parsed.attachments, input.files);
-      await tx.db.update(submissions).set({ currentDefId: def.id, reviewState: 'edited', updatedAt: new Date() }).where(eq(submissions.id, old.sub.id));
-      await audit(tx, tx, 'submission.update.version', form.acteeId, { submissionId: old.sub.id, instanceId, submissionDefId: def.id });
-      return 'edited';
-    }
-
-    const [sub] = await tx.db
-      .insert(submissions)
-      .values({ formId: form.id, instanceId, draft, submitterId: tx.auth.actor?.id ?? null, deviceId: input.deviceId, userAgent: input.userAgent })
-      .returning();
-    const def = await insertDef(tx, sub!, formDef, parsed, xml, instanceId, input);
-    await tx.db.update(submissions).set({ currentDefId: def.id }).where(eq(submissions.id, sub!.id));
-    await attachFiles(tx, def.id, parsed.attachments, input.files);
-    await audit(tx, tx, 'submission.create', form.acteeId, { submissionId: sub!.id, instanceId, submissionDefId: def.id });
+    const created = await createNew(tx, form, formDef, draft, parsed, xml, instanceId, input);
+    await attachFiles(tx, form, created.sub, created.def, parsed.attachments, input.files, false);
     return 'created';
+  }));
+}
+
+/** A REST submission body: XML (text/xml or application/xml), no attachments. */
+export interface RestSubmission extends ClientInfo {
+  projectId: number;
+  xmlFormId: string;
+  draft: boolean;
+  /** The Draft Token of /v1/test/{token}/…/draft/submissions (no actor then). */
+  token?: string | null;
+  xml: Uint8Array;
+}
+
+/** The form of a REST submission URL and the definition its XML names. */
+async function restTarget(tx: Ctx, input: Pick<RestSubmission, 'projectId' | 'xmlFormId' | 'draft' | 'token'>, doc: SubmissionDocument, verb: string) {
+  let form: FormRow;
+  if (input.token != null) {
+    form = (await formByDraftToken(tx, input.token, input.projectId, input.xmlFormId)).form;
+  } else {
+    const f = await getFormOrNotFound(tx, input.projectId, input.xmlFormId);
+    await canOnFormOrReject(tx, verb, f);
+    form = f.form;
+  }
+  if (doc.xmlFormId !== form.xmlFormId) {
+    throw problems.user.unexpectedValue({ field: 'form id', value: doc.xmlFormId, reason: 'did not match the form ID in the URL' });
+  }
+  let def: FormDefRow;
+  if (input.draft) {
+    def = await getDefOrNotFound(tx, form.draftDefId);
+    if (def.version !== doc.version) throw problems.submission.formVersionNotFound({ formVersion: doc.version });
+  } else {
+    def = await publishedDefByVersion(tx, form, doc.version);
+  }
+  return { form, def };
+}
+
+/**
+ * Creates a submission from its XML (POST F/submissions, F/draft/submissions and the Draft Token
+ * path /v1/test/{token}/…/draft/submissions). Unlike OpenRosa, an existing instanceID is a
+ * conflict, and no attachments come with it (they are uploaded to S/attachments/{name}).
+ * @returns Submission JSON (queries.submissionJson). Effects: rows; audit `submission.create`.
+ * @throws 400.1/400.2 unparseable XML or no form id; 400.8 form id differs from the URL, or a bad
+ *   instanceID; 401.2/403.1 without submission.create; 404.1 unknown form (or no draft); 404.4 bad
+ *   Draft Token; 404.6 the XML's version is not a published version (draft: not the draft's);
+ *   409.2 form closed; 409.3 `{ fields: [formId, instanceId, draft] }` instanceID exists.
+ */
+export async function createSubmission(ctx: Ctx, input: RestSubmission): Promise<SubmissionJson> {
+  const doc = readSubmission(input.xml);
+  const xml = decoder.decode(input.xml);
+  return withTx(ctx, async (tx) => {
+    const { form, def: formDef } = await restTarget(tx, input, doc, 'submission.create');
+    if (!input.draft && form.state === 'closed') throw problems.submission.notAcceptingSubmissions();
+    const parsed = parseSubmission(doc, formDef.fields);
+    const instanceId = parsed.instanceId ?? crypto.randomUUID();
+    checkIds(instanceId, parsed.deprecatedId);
+    if (await findVersion(tx, form.id, input.draft, instanceId)) {
+      // Central's message comes from the unique index; the same words whether or not a race got there first.
+      throw problems.user.uniquenessViolation({ fields: ['formId', 'instanceId', 'draft'], values: [String(form.id), instanceId, input.draft ? 't' : 'f'], table: 'submissions' });
+    }
+    const { sub, def } = await createNew(tx, form, formDef, input.draft, parsed, xml, instanceId, input);
+    return submissionJson(sub, def);
   });
 }
 
+/**
+ * Replaces a submission's data by a new version (PUT S). The XML must carry a deprecatedID naming
+ * the current version; it becomes the new current version, with media carried over by file name.
+ * @returns Submission JSON. Effects: rows; review state `edited`; audit `submission.update.version`.
+ * @throws 400.1/400.2 bad XML; 400.8 form id differs from the URL or a bad instanceID; 400.19 no
+ *   deprecatedID; 401.2/403.1 without submission.update; 404.1 unknown form or submission; 404.6
+ *   unknown form version; 409.3 `{ fields: 'instanceID' }` the new instanceID is already used in
+ *   this form; 409.9 deprecatedID is not the current version.
+ */
+export async function updateSubmission(ctx: Ctx, input: Omit<RestSubmission, 'draft' | 'token'> & { instanceId: string }): Promise<SubmissionJson> {
+  const doc = readSubmission(input.xml);
+  const xml = decoder.decode(input.xml);
+  return withTx(ctx, async (tx) => {
+    const f = await getFormOrNotFound(tx, input.projectId, input.xmlFormId);
+    await canOnFormOrReject(tx, 'submission.update', f);
+    const target = await getSubmissionOrNotFound(tx, f, input.instanceId, false);
+    const { form, def: formDef } = await restTarget(tx, { ...input, draft: false, token: null }, doc, 'submission.update');
+    const parsed = parseSubmission(doc, formDef.fields);
+    if (parsed.deprecatedId == null) throw problems.submission.deprecatedIdRequired();
+    const instanceId = parsed.instanceId ?? crypto.randomUUID();
+    checkIds(instanceId, parsed.deprecatedId);
+    await lockSubmission(tx, target.sub.id);
+    const current = await getSubmissionOrNotFound(tx, f, input.instanceId, false);
+    if (current.def.instanceId !== parsed.deprecatedId) throw problems.submission.deprecatingOldSubmission({ deprecatedId: parsed.deprecatedId });
+    if (await findVersion(tx, form.id, false, instanceId)) throw problems.user.uniquenessViolation({ fields: 'instanceID', values: instanceId });
+    const { sub, def } = await addVersion(tx, form, formDef, current, parsed, xml, instanceId, input, []);
+    return submissionJson(sub, def);
+  });
+}

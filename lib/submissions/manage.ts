@@ -1,14 +1,15 @@
-import { and, asc, desc, eq, isNotNull } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, lt, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { blobs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
-import { iso } from '../actors';
+import { actors, audits, comments, formDefs, keys, submissionAttachments, submissionDefs, submissions, type FormRow } from '../../drizzle/schema';
+import { actorJson, iso } from '../actors';
 import { audit } from '../audits/log';
+import { auditJson } from '../audits';
 import { withTx, type Ctx } from '../context';
-import { attachmentContentType } from '../forms/attachments';
-import { canOnFormOrReject, getFormOrNotFound } from '../forms/queries';
+import { canOnFormOrReject, formJson, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
 import { problems } from '../problem';
 import { parseInput } from '../validation';
-import { getSubmissionOrNotFound } from './queries';
+import { actorsById, getSubmissionOrNotFound } from './queries';
+import { loadReadable } from './versions';
 
 async function load(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, draft: boolean, verb: string) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
@@ -69,39 +70,94 @@ export async function restoreSubmission(ctx: Ctx, projectId: number, xmlFormId: 
 }
 
 /**
- * Versions of a submission, newest first (GET S/versions), in the shape of `currentVersion`.
- * @throws 404.1; 403.1 without submission.read.
+ * A submission's audit log, newest first (GET S/audits): every entry whose details name it
+ * (submission.*, comment.create). Extended adds `actor` and `actee` (the Form).
+ * @throws 404.1; 401.2/403.1 without submission.read.
  */
-export async function listVersions(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string) {
-  const { sub } = await load(ctx, projectId, xmlFormId, instanceId, false, 'submission.read');
-  const defs = await ctx.db.select().from(submissionDefs).where(eq(submissionDefs.submissionId, sub.id)).orderBy(desc(submissionDefs.createdAt), desc(submissionDefs.id));
-  return defs.map((d) => ({
-    submitterId: d.submitterId, createdAt: d.createdAt.toISOString(), instanceName: d.instanceName, instanceId: d.instanceId,
-    current: d.current, deviceId: d.deviceId, userAgent: d.userAgent,
-  }));
+export async function listSubmissionAudits(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, extended: boolean) {
+  const { f, sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId);
+  const rows = await ctx.db
+    .select()
+    .from(audits)
+    .where(and(sql`${audits.details} ? 'submissionId'`, sql`((${audits.details} ->> 'submissionId')::int) = ${sub.id}`))
+    .orderBy(desc(audits.loggedAt), desc(audits.id));
+  if (!extended) return rows.map(auditJson);
+  const people = await actorsById(ctx, rows.map((r) => r.actorId));
+  const actee = formJson(f.form, await getDefOrNotFound(ctx, f.form.currentDefId ?? f.form.draftDefId));
+  return rows.map((r) => ({ ...auditJson(r), actor: r.actorId != null && people.has(r.actorId) ? actorJson(people.get(r.actorId)!) : null, actee }));
 }
 
 /**
- * The files the current version expects (GET S/attachments, also draft): `[{ name, exists }]`.
- * @throws 404.1; 403.1 without submission.read.
+ * The encryption keys of the form versions that have submissions (GET F/submissions/keys, also
+ * draft): `[{ id, public, managed, hint, createdAt }]` (central-outputs/encrypted/api/submission-keys.json;
+ * `managed` null for a self-supplied key, as Central). @throws 404.1; 401.2/403.1 without submission.read.
  */
-export async function listAttachments(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, draft: boolean) {
-  const { def } = await load(ctx, projectId, xmlFormId, instanceId, draft, 'submission.read');
-  const rows = await ctx.db.select().from(submissionAttachments).where(eq(submissionAttachments.submissionDefId, def.id)).orderBy(asc(submissionAttachments.name));
-  return rows.map((r) => ({ name: r.name, exists: r.blobId != null }));
+export async function listSubmissionKeys(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean) {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'submission.read', f);
+  const used = ctx.db
+    .selectDistinct({ keyId: formDefs.keyId })
+    .from(submissionDefs)
+    .innerJoin(submissions, eq(submissions.id, submissionDefs.submissionId))
+    .innerJoin(formDefs, eq(formDefs.id, submissionDefs.formDefId))
+    .where(and(eq(submissions.formId, f.form.id), eq(submissions.draft, draft), isNotNull(formDefs.keyId)));
+  const rows = await ctx.db.select().from(keys).where(inArray(keys.id, used)).orderBy(asc(keys.id));
+  return rows.map((k) => ({ id: k.id, public: k.public, managed: k.managed ? true : null, hint: k.hint, createdAt: k.createdAt.toISOString() }));
 }
 
 /**
- * One received file of the current version (GET S/attachments/{filename}, also draft).
- * @returns what lib/http/responses blobResponse sends (ETag = MD5). @throws 404.1; 403.1.
+ * Every Actor who submitted to the form, once each, by display name (GET F/submissions/submitters).
+ * @throws 404.1; 401.2/403.1 without submission.read.
  */
-export async function getAttachmentFile(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, draft: boolean, name: string) {
-  const { def } = await load(ctx, projectId, xmlFormId, instanceId, draft, 'submission.read');
-  const [row] = await ctx.db
-    .select({ a: submissionAttachments, sha: blobs.sha, md5: blobs.md5 })
-    .from(submissionAttachments)
-    .innerJoin(blobs, eq(blobs.id, submissionAttachments.blobId))
-    .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, name)));
-  if (!row) throw problems.user.notFound();
-  return { name, sha: row.sha, md5: row.md5, contentType: attachmentContentType(name, row.a.contentType) };
+export async function listSubmitters(ctx: Ctx, projectId: number, xmlFormId: string) {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'submission.read', f);
+  const ids = ctx.db
+    .selectDistinct({ id: submissions.submitterId })
+    .from(submissions)
+    .where(and(eq(submissions.formId, f.form.id), eq(submissions.draft, false), isNotNull(submissions.submitterId)));
+  const rows = await ctx.db.select().from(actors).where(inArray(actors.id, ids)).orderBy(asc(actors.displayName), asc(actors.id));
+  return rows.map(actorJson);
+}
+
+/** Deletes submissions (ids from a subquery or list) with their versions, attachments and comments. */
+async function deleteSubmissionRows(tx: Ctx, where: ReturnType<typeof eq>): Promise<number> {
+  const subIds = tx.db.select({ id: submissions.id }).from(submissions).where(where);
+  const defIds = tx.db.select({ id: submissionDefs.id }).from(submissionDefs).where(inArray(submissionDefs.submissionId, subIds));
+  await tx.db.update(submissions).set({ currentDefId: null }).where(where);
+  await tx.db.delete(submissionAttachments).where(inArray(submissionAttachments.submissionDefId, defIds));
+  await tx.db.delete(comments).where(inArray(comments.submissionId, subIds));
+  await tx.db.delete(submissionDefs).where(inArray(submissionDefs.submissionId, subIds));
+  const gone = await tx.db.delete(submissions).where(where).returning({ id: submissions.id });
+  return gone.length;
+}
+
+/**
+ * Removes a form's draft (test) submissions, as Central does when the draft is published, replaced
+ * or deleted. Call inside the draft verb's transaction; orphaned blobs go with the next
+ * `blobs-sweep` / purge. @returns how many were removed. Effects: deletes rows (no audit, as Central).
+ */
+export async function deleteDraftSubmissions(tx: Ctx, form: FormRow): Promise<number> {
+  return deleteSubmissionRows(tx, and(eq(submissions.formId, form.id), eq(submissions.draft, true))!);
+}
+
+const TRASH_DAYS = 30;
+
+/**
+ * Purges submissions in the Trash for over 30 days (all of them with `force`): the submission, its
+ * versions, attachments, comments, and then the blobs nothing references any more. A maintenance
+ * job (CLI `purge`, spec: Submission states "soft-deleted → purged after 30 days").
+ * @returns how many were purged. Effects: deletes rows and blobs; one audit `submission.purge`
+ *   `{ submissionsDeleted }` when any were purged.
+ */
+export async function purgeSubmissions(ctx: Ctx, opts: { force: boolean; now?: Date }): Promise<number> {
+  const cutoff = new Date((opts.now ?? new Date()).getTime() - TRASH_DAYS * 86_400_000);
+  const n = await withTx(ctx, async (tx) => {
+    const count = await deleteSubmissionRows(tx, opts.force ? isNotNull(submissions.deletedAt) : and(isNotNull(submissions.deletedAt), lt(submissions.deletedAt, cutoff))!);
+    if (count > 0) await audit(tx, tx, 'submission.purge', null, { submissionsDeleted: count });
+    return count;
+  });
+  const { deleteUnreferencedBlobs } = await import('../forms/attachments');
+  await deleteUnreferencedBlobs(ctx);
+  return n;
 }

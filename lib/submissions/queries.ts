@@ -1,9 +1,12 @@
-import { and, desc, eq, isNull } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNull } from 'drizzle-orm';
 import { actors, submissionDefs, submissions, type ActorRow, type SubmissionDefRow, type SubmissionRow } from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
 import type { Ctx } from '../context';
 import { canOnFormOrReject, getFormOrNotFound, type LoadedForm } from '../forms/queries';
 import { problems } from '../problem';
+
+/** Submission JSON (spec, Submission), in Central's key order. */
+export type SubmissionJson = ReturnType<typeof submissionJson>;
 
 /** Submission JSON in Central's key order (shared/fixtures/central-outputs/simple/api/submission.json). */
 export function submissionJson(sub: SubmissionRow, def: SubmissionDefRow, submitter?: ActorRow | null, defSubmitter?: ActorRow | null) {
@@ -31,14 +34,15 @@ export function submissionJson(sub: SubmissionRow, def: SubmissionDefRow, submit
   };
 }
 
-async function actorsById(ctx: Ctx, ids: Array<number | null>): Promise<Map<number, ActorRow>> {
+/**
+ * Actors by id, in one query (extended metadata of submissions, versions, comments, audits).
+ * @param ids actor ids, nulls and repeats allowed. @returns id → actors row. Reads only.
+ */
+export async function actorsById(ctx: Ctx, ids: Array<number | null>): Promise<Map<number, ActorRow>> {
   const wanted = [...new Set(ids.filter((x): x is number => x != null))];
-  const out = new Map<number, ActorRow>();
-  for (const id of wanted) {
-    const [a] = await ctx.db.select().from(actors).where(eq(actors.id, id));
-    if (a) out.set(id, a);
-  }
-  return out;
+  if (wanted.length === 0) return new Map();
+  const rows = await ctx.db.select().from(actors).where(inArray(actors.id, wanted));
+  return new Map(rows.map((a) => [a.id, a]));
 }
 
 /**
@@ -72,11 +76,40 @@ export async function getSubmissionOrNotFound(ctx: Ctx, f: LoadedForm, instanceI
   return row;
 }
 
-/** One submission (GET S, also draft). @throws 404.1; 401.2/403.1 without submission.read. */
-export async function getSubmission(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, draft: boolean, extended: boolean) {
+/**
+ * The logical instanceId of the live submission one of whose later versions has this instanceID,
+ * or null (GET S answers 301 to the submission's own URL then, as Central).
+ */
+async function rootOfVersion(ctx: Ctx, f: LoadedForm, versionId: string, draft: boolean): Promise<string | null> {
+  const [row] = await ctx.db
+    .select({ instanceId: submissions.instanceId })
+    .from(submissionDefs)
+    .innerJoin(submissions, eq(submissions.id, submissionDefs.submissionId))
+    .where(and(eq(submissions.formId, f.form.id), eq(submissions.draft, draft), eq(submissionDefs.instanceId, versionId), isNull(submissions.deletedAt)));
+  return row && row.instanceId !== versionId ? row.instanceId : null;
+}
+
+/** GET S answers this instead of JSON when the id is one of a submission's later versions. */
+export interface SubmissionRedirect {
+  redirectTo: string;
+}
+
+/**
+ * One submission (GET S, also draft). An instanceID of a later version (an edit) is not the
+ * submission's id: the answer is then a redirect to the submission's own id (Central's 301).
+ * @returns Submission JSON, or `{ redirectTo }` holding the logical instanceId.
+ * @throws 404.1; 401.2/403.1 without submission.read.
+ */
+export async function getSubmission(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, draft: boolean, extended: boolean): Promise<SubmissionJson | SubmissionRedirect> {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canOnFormOrReject(ctx, 'submission.read', f);
-  const { sub, def } = await getSubmissionOrNotFound(ctx, f, instanceId, draft);
+  const found = await getSubmissionOrNotFound(ctx, f, instanceId, draft).catch(async (err: unknown) => {
+    const root = await rootOfVersion(ctx, f, instanceId, draft);
+    if (root != null) return { redirectTo: root } as const;
+    throw err;
+  });
+  if ('redirectTo' in found) return found;
+  const { sub, def } = found;
   if (!extended) return submissionJson(sub, def);
   const people = await actorsById(ctx, [sub.submitterId, def.submitterId]);
   const who = (id: number | null) => (id == null ? null : people.get(id) ?? null);
