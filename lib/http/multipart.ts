@@ -20,10 +20,26 @@ export async function readOpenRosaMultipart(c: Context<AppEnv>): Promise<{
   if (!/^multipart\/form-data/i.test(type)) throw problems.submission.multipartParsingFailed('Unsupported content type.');
   const max = c.var.ctx.config.MAX_UPLOAD_BYTES;
   if (Number(c.req.header('content-length') ?? '0') > max) throw problems.submission.tooLarge({ limit: max });
+  // A chunked body declares no length: count while reading, so the parser never buffers more than
+  // the limit (undici's formData() reads the whole body first).
+  let seen = 0;
+  let over = false;
+  const counted = c.req.raw.body?.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, out) {
+      seen += chunk.byteLength;
+      if (seen > max) {
+        over = true;
+        out.error(new Error('body over the limit'));
+        return;
+      }
+      out.enqueue(chunk);
+    },
+  }));
   let form: FormData;
   try {
-    form = await c.req.raw.formData();
+    form = await new Response(counted ?? null, { headers: { 'Content-Type': type } }).formData();
   } catch (err) {
+    if (over) throw problems.submission.tooLarge({ limit: max });
     throw problems.submission.multipartParsingFailed(err instanceof Error ? err.message : String(err));
   }
   let xml: Uint8Array | null = null;

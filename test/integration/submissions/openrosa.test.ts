@@ -222,3 +222,78 @@ describe('X-OpenRosa-Accept-Content-Length follows MAX_UPLOAD_BYTES', () => {
     expect(head.headers.get('x-openrosa-accept-content-length')).toBe('5000000');
   });
 });
+
+describe('bad input: each gets a clear OpenRosa error and stores nothing', () => {
+  const stored = async (h: Harness) => (await h.db.select().from(submissions)).length;
+  const nature = async (res: Response) => (await messageOf(res))?.[1];
+
+  test('malformed, truncated, DOCTYPE, no form id, an unknown form id', async () => {
+    const h = await harness();
+    await publish(h, 'simple');
+    const token = await appUserFor(h, 'simple');
+    const one = fixture('submissions/simple.one.xml');
+    const cases: Array<[string, string, number]> = [
+      ['malformed', one.replace('</name>', '</nam>'), 400],
+      ['truncated', one.slice(0, Math.floor(one.length / 2)), 400],
+      ['DOCTYPE', `<?xml version="1.0"?><!DOCTYPE data [<!ENTITY a "aaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>${one.replace(/^<\?xml[^>]*>/, '')}`, 400],
+      ['no form id', one.replace('id="simple"', ''), 400],
+      ['not XML', 'hello, server', 400],
+      ['unknown form', one.replace('id="simple"', 'id="no_such_form"'), 404],
+    ];
+    for (const [what, xml, status] of cases) {
+      const res = await submit(h, token, xml);
+      expect(res.status, what).toBe(status);
+      expect(res.headers.get('content-type'), what).toBe('text/xml; charset=utf-8');
+      expect(await nature(res), what).toBe('error');
+    }
+    expect(await stored(h)).toBe(0);
+  });
+
+  test('no instanceID: accepted under a generated uuid as Central (KoBoCAT-era devices); encrypted without one is 400.2', async () => {
+    const h = await harness();
+    await publish(h, 'simple');
+    const token = await appUserFor(h, 'simple');
+    const bare = fixture('submissions/simple.one.xml').replace(/<meta>[\s\S]*<\/meta>/, '');
+    expect(bare).not.toContain('instanceID');
+    expect((await submit(h, token, bare)).status).toBe(201);
+    const [row] = await h.db.select().from(submissions);
+    expect(row!.instanceId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+
+    await publish(h, 'encrypted');
+    await h.post(`/v1/projects/${h.projectId}/forms/encrypted/assignments/app-user/${(await h.db.select().from(submissions))[0]!.submitterId}`, { as: 'bob' });
+    const enc = fixture('submissions/encrypted.one.xml').replace(/<orx:meta[\s\S]*?<\/orx:meta>/, '');
+    expect(enc).not.toContain('instanceID');
+    const res = await submit(h, token, enc);
+    expect(res.status).toBe(400);
+    expect((await messageOf(res))?.[2]).toContain('instanceId');
+    expect(await stored(h)).toBe(1);
+  });
+
+  test('more than 1000 parts is 400; a chunked body over the limit is 413 before it is buffered', async () => {
+    const h = await harness({ MAX_UPLOAD_BYTES: 200_000 });
+    await publish(h, 'simple');
+    const token = await appUserFor(h, 'simple');
+    const xml = fixture('submissions/simple.one.xml');
+    const many = multipart(xml, Array.from({ length: 1001 }, (_, i) => ({ name: `f${i}.txt`, bytes: new Uint8Array([65]), type: 'text/plain' })));
+    const res = await h.post(`/v1/projects/${h.projectId}/submission`, { as: { key: token }, body: many.body, headers: { ...OR, 'Content-Type': many.type } });
+    expect(res.status).toBe(400);
+    expect(await nature(res)).toBe('error');
+
+    const base = await h.listen();
+    const { body, type } = multipart(xml, [{ name: 'big.jpg', bytes: new Uint8Array(300_000), type: 'image/jpeg' }]);
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(ctrl) {
+        if (sent >= body.byteLength) return ctrl.close();
+        ctrl.enqueue(body.subarray(sent, sent + 16_384));
+        sent += 16_384;
+      },
+    });
+    const big = await fetch(`${base}/v1/key/${token}/projects/${h.projectId}/submission`, {
+      method: 'POST', body: stream, headers: { ...OR, 'Content-Type': type }, duplex: 'half',
+    } as RequestInit);
+    expect(big.status).toBe(413);
+    expect(await nature(big)).toBe('error');
+    expect(await stored(h)).toBe(0);
+  });
+});
