@@ -9,7 +9,7 @@ export interface LambdaFunction {
   entry: string;
   memoryMb: number;
   timeoutSeconds: number;
-  /** Response streaming (hono/aws-lambda streamHandle): the exports group, later. */
+  /** Response streaming (hono/aws-lambda streamHandle): the exports group. */
   streaming: boolean;
 }
 
@@ -21,5 +21,7 @@ export const lambdaFunctions: LambdaFunction[] = [
   { group: 'forms', entry: 'functions/forms/lambda.ts', memoryMb: 1024, timeoutSeconds: 30, streaming: false },
   // Submissions carry media up to 100 MB: more memory and time.
   { group: 'submissions', entry: 'functions/submissions/lambda.ts', memoryMb: 2048, timeoutSeconds: 60, streaming: false },
+  // Exports stream for as long as the client reads: response streaming, long timeout.
+  { group: 'exports', entry: 'functions/exports/lambda.ts', memoryMb: 1024, timeoutSeconds: 900, streaming: true },
   { group: 'audits', entry: 'functions/audits/lambda.ts', memoryMb: 512, timeoutSeconds: 30, streaming: false },
 ];

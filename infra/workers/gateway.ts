@@ -12,6 +12,7 @@ const bindings: Record<GroupName, string> = {
   audits: 'AUDITS',
   forms: 'FORMS',
   submissions: 'SUBMISSIONS',
+  exports: 'EXPORTS',
 };
 
 export default {

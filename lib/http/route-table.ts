@@ -4,7 +4,7 @@
  * specific patterns come first. Patterns match the routing path, i.e. after a `/v1/key/{token}`
  * prefix is folded to `/v1`.
  */
-export type GroupName = 'projects' | 'assignments' | 'users' | 'audits' | 'forms' | 'submissions';
+export type GroupName = 'projects' | 'assignments' | 'users' | 'audits' | 'forms' | 'submissions' | 'exports';
 
 export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   // Assignments nested under projects and forms, before the projects catch-all.
@@ -17,6 +17,8 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/users(\/|$)/, 'users'],
   [/^\/v1\/sessions(\/|$)/, 'users'],
   [/^\/v1\/audits(\/|$)/, 'audits'],
+  // Exports (submissions.csv, submissions.csv.zip), before the submissions entries.
+  [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/(draft\/)?submissions\.csv(\.zip)?$/, 'exports'],
   // OpenRosa submission (and its Draft Token form), before the forms entries.
   [/^\/v1\/projects\/[^/]+\/submission$/, 'submissions'],
   [/^\/v1\/test\/[^/]+\/projects\/[^/]+\/forms\/[^/]+\/draft\/submissions?$/, 'submissions'],

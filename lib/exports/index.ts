@@ -1,0 +1,257 @@
+/**
+ * CSV and ZIP exports of a form's submissions (spec: Submissions (REST) CSV export rows and query
+ * parameters; central-api.yaml `submissions.csv.zip` / `submissions.csv`; the layout facts in
+ * shared/fixtures/central-outputs/README.md). The layout is the contract: file names, column
+ * names and order, metadata columns and value formats are Central's.
+ *
+ * Streaming (DESIGN rule 5): rows are read in keyset-ordered batches outside any transaction, CSV
+ * text and ZIP entries are produced as the client reads (a ReadableStream pulled on demand), and
+ * blobs are streamed from the store. Memory is bounded by one batch; a client that disconnects
+ * cancels the stream, which stops the reads.
+ */
+import { and, desc, eq, inArray, isNotNull, isNull, ne, sql, type SQL } from 'drizzle-orm';
+import { actors, blobs, formDefs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
+import type { Ctx } from '../context';
+import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
+import type { SubmissionValue } from '../xforms/types';
+import { compileODataFilter } from './filter';
+import { csvLine, repeatRows, rootCells } from './rows';
+import { exportTables, selectTokens, type ExportOptions, type ExportTable } from './tables';
+import { zipStream, type ZipEntry } from './zip';
+
+export interface ExportQuery extends ExportOptions {
+  /** OData `$filter` (Central's subset on `__id` and `__system/…`). */
+  filter?: string | null;
+  /** ZIP only: false leaves the media out (and names the file `<xmlFormId>.csv.zip`). */
+  attachments: boolean;
+  /** `{keyId}={passphrase}` pairs, plumbed for managed decryption (a later issue); unused today. */
+  passphrases?: Record<string, string>;
+}
+
+export interface ExportFile {
+  fileName: string;
+  contentType: string;
+  stream: ReadableStream<Uint8Array>;
+}
+
+/** Rows per database round trip: bounds memory (≈ one batch of values) and keeps latency low. */
+const BATCH = 500;
+
+const META_COLUMNS = ['KEY', 'SubmitterID', 'SubmitterName', 'AttachmentsPresent', 'AttachmentsExpected', 'Status', 'ReviewState', 'DeviceID', 'Edits', 'FormVersion'];
+
+/** The `$filter` fields Central allows on submissions (central-problem-codes.md 501.5). */
+function systemField(path: string): SQL | null {
+  switch (path) {
+    case '__id': return sql`${submissions.instanceId}`;
+    case '__system/submissionDate': return sql`${submissions.createdAt}`;
+    case '__system/updatedAt': return sql`${submissions.updatedAt}`;
+    case '__system/submitterId': return sql`${submissions.submitterId}`;
+    case '__system/reviewState': return sql`${submissions.reviewState}`;
+    default: return null;
+  }
+}
+
+interface Plan {
+  where: SQL;
+  tables: ExportTable[];
+}
+
+interface BatchRow {
+  id: number;
+  instanceId: string;
+  createdAt: Date;
+  submitterId: number | null;
+  submitterName: string | null;
+  reviewState: string | null;
+  deviceId: string | null;
+  defId: number;
+  values: SubmissionValue[];
+  encrypted: boolean;
+  formVersion: string;
+  edits: number;
+  expected: number;
+  received: string[];
+}
+
+/** The exported submissions, newest first, in batches (keyset paging: no cursor, no open transaction). */
+async function* batches(ctx: Ctx, where: SQL): AsyncGenerator<BatchRow[]> {
+  let after: { createdAt: string; id: number } | null = null;
+  for (;;) {
+    const page: BatchRow[] = await ctx.db
+      .select({
+        id: submissions.id,
+        instanceId: submissions.instanceId,
+        createdAt: submissions.createdAt,
+        submitterId: submissions.submitterId,
+        submitterName: actors.displayName,
+        reviewState: submissions.reviewState,
+        deviceId: submissions.deviceId,
+        defId: submissionDefs.id,
+        values: submissionDefs.values,
+        encrypted: submissionDefs.encrypted,
+        formVersion: formDefs.version,
+        edits: sql<number>`(select count(*) - 1 from ${submissionDefs} d2 where d2.submission_id = ${submissions.id})`.mapWith(Number),
+        expected: sql<number>`(select count(*) from ${submissionAttachments} a where a.submission_def_id = ${submissionDefs.id})`.mapWith(Number),
+        received: sql<string[]>`coalesce((select jsonb_agg(a.name order by a.name) from ${submissionAttachments} a where a.submission_def_id = ${submissionDefs.id} and a.blob_id is not null), '[]'::jsonb)`,
+      })
+      .from(submissions)
+      .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
+      .innerJoin(formDefs, eq(formDefs.id, submissionDefs.formDefId))
+      .leftJoin(actors, eq(actors.id, submissions.submitterId))
+      .where(after ? and(where, sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`) : where)
+      .orderBy(desc(submissions.createdAt), desc(submissions.id))
+      .limit(BATCH);
+    if (page.length === 0) return;
+    yield page;
+    if (page.length < BATCH) return;
+    const last = page[page.length - 1]!;
+    after = { createdAt: last.createdAt.toISOString(), id: last.id };
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** Status of an encrypted row (fact 3): whether its encrypted XML file arrived. */
+function encryptedStatus(row: BatchRow): string {
+  const file = row.values.find((v) => v.path === '/encryptedXmlFile')?.value.trim();
+  return file != null && row.received.includes(file) ? 'not decrypted' : 'missing encrypted form data';
+}
+
+/** The CSV text of one table, header first, one chunk per batch. */
+async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerator<Uint8Array> {
+  const root = table.repeatPath == null;
+  const header = root ? ['SubmissionDate', ...table.columns.map((c) => c.header), ...META_COLUMNS] : [...table.columns.map((c) => c.header), 'PARENT_KEY', 'KEY'];
+  yield encoder.encode(csvLine(header));
+  for await (const page of batches(ctx, plan.where)) {
+    let text = '';
+    for (const row of page) {
+      if (!root) {
+        // Encrypted rows have no readable data, so no repeat rows.
+        if (!row.encrypted) for (const cells of repeatRows(table, row.values, row.instanceId)) text += csvLine(cells);
+        continue;
+      }
+      const fields = row.encrypted ? table.columns.map(() => '') : rootCells(table, row.values);
+      text += csvLine([
+        row.createdAt.toISOString(), ...fields, row.instanceId, row.submitterId == null ? '' : String(row.submitterId),
+        row.submitterName ?? '', String(row.received.length), String(row.expected), row.encrypted ? encryptedStatus(row) : '',
+        row.reviewState ?? '', row.deviceId ?? '', String(row.edits), row.formVersion,
+      ]);
+    }
+    if (text !== '') yield encoder.encode(text);
+  }
+}
+
+/** The received media of the exported (readable) submissions, in row order, each file by name. */
+async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
+  for await (const page of batches(ctx, plan.where)) {
+    const defIds = page.filter((r) => !r.encrypted && r.received.length > 0).map((r) => r.defId);
+    if (defIds.length === 0) continue;
+    const files = await ctx.db
+      .select({ defId: submissionAttachments.submissionDefId, name: submissionAttachments.name, sha: blobs.sha })
+      .from(submissionAttachments)
+      .innerJoin(blobs, eq(blobs.id, submissionAttachments.blobId))
+      .where(inArray(submissionAttachments.submissionDefId, defIds));
+    const byDef = new Map<number, Array<{ name: string; sha: string }>>();
+    for (const f of files) byDef.set(f.defId, [...(byDef.get(f.defId) ?? []), f]);
+    for (const defId of defIds) {
+      for (const f of (byDef.get(defId) ?? []).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+        yield { name: `media/${f.name}`, level: 1, data: blobChunks(ctx, f.sha) };
+      }
+    }
+  }
+}
+
+async function* blobChunks(ctx: Ctx, sha: string): AsyncGenerator<Uint8Array> {
+  const stream = await ctx.blobs.get(sha);
+  if (!stream) return; // a lost object: the entry stays empty rather than breaking the whole export
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+/** Turns an async generator into a byte stream pulled on demand (cancel stops the generator). */
+function pullStream(chunks: AsyncGenerator<Uint8Array>): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await chunks.next();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    async cancel() {
+      await chunks.return(undefined);
+    },
+  });
+}
+
+/**
+ * Loads the form, checks rights and lays out the export (everything that can fail with a Problem
+ * happens here, before the first byte is sent).
+ */
+async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, query: ExportQuery) {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'submission.read', f);
+  const def = await getDefOrNotFound(ctx, draft ? f.form.draftDefId : f.form.currentDefId);
+  const older = draft
+    ? []
+    : (await ctx.db.select({ fields: formDefs.fields }).from(formDefs)
+      .where(and(eq(formDefs.formId, f.form.id), isNotNull(formDefs.publishedAt), ne(formDefs.id, def.id)))
+      .orderBy(desc(formDefs.publishedAt), desc(formDefs.id))).map((d) => d.fields);
+  const conditions: SQL[] = [eq(submissions.formId, f.form.id), eq(submissions.draft, draft), isNull(submissions.deletedAt)];
+  if (query.filter != null && query.filter !== '') conditions.push(compileODataFilter(query.filter, systemField));
+  const where = and(...conditions)!;
+  const selectOptions = new Map<string, string[]>();
+  if (query.splitSelectMultiples) {
+    const paths = [...def.fields, ...older.flat()].filter((x) => x.selectMultiple).map((x) => x.path);
+    if (paths.length > 0) {
+      // The options come from the data (fact 10): one pass over the exported rows' stored values.
+      const rows = await ctx.db
+        .selectDistinct({ path: sql<string>`v->>'path'`, value: sql<string>`v->>'value'` })
+        .from(submissions)
+        .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
+        .innerJoin(sql`jsonb_array_elements(${submissionDefs.values}) as v`, sql`true`)
+        .where(and(where, eq(submissionDefs.encrypted, false), inArray(sql`v->>'path'`, paths)));
+      const seen = new Map<string, Set<string>>();
+      for (const r of rows) for (const t of selectTokens(r.value ?? '')) seen.set(r.path, (seen.get(r.path) ?? new Set()).add(t));
+      for (const [path, options] of seen) selectOptions.set(path, [...options].sort());
+    }
+  }
+  return { form: f.form, plan: { where, tables: exportTables(f.form.xmlFormId, def.fields, older, query, selectOptions) } };
+}
+
+/**
+ * The root table as CSV (GET/POST F/submissions.csv, also draft): `text/csv; charset=utf-8`,
+ * `<xmlFormId>.csv`, no repeats, no media.
+ * @returns the file name, content type and a stream that reads as the client consumes it.
+ * @throws 404.1 unknown form (or no draft / no published version); 401.2/403.1 without
+ *   submission.read; 400.18/501.4/501.5 a bad `$filter`. Reads only (no audit: Central logs none).
+ */
+export async function exportCsv(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, query: ExportQuery): Promise<ExportFile> {
+  const { form, plan } = await planExport(ctx, projectId, xmlFormId, draft, query);
+  return { fileName: `${form.xmlFormId}.csv`, contentType: 'text/csv; charset=utf-8', stream: pullStream(tableCsv(ctx, plan, plan.tables[0]!)) };
+}
+
+/**
+ * The ZIP export (GET/POST F/submissions.csv.zip, also draft): the root CSV, one CSV per repeat
+ * in form order, then `media/<name>` for every received file of each exported submission (unless
+ * `attachments` is false). Named `<xmlFormId>.zip`, or `<xmlFormId>.csv.zip` without media (fact 8).
+ * @throws as exportCsv.
+ */
+export async function exportZip(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, query: ExportQuery): Promise<ExportFile> {
+  const { form, plan } = await planExport(ctx, projectId, xmlFormId, draft, query);
+  async function* entries(): AsyncGenerator<ZipEntry> {
+    for (const table of plan.tables) yield { name: table.fileName, level: 6, data: tableCsv(ctx, plan, table) };
+    if (query.attachments) yield* mediaEntries(ctx, plan);
+  }
+  return {
+    fileName: query.attachments ? `${form.xmlFormId}.zip` : `${form.xmlFormId}.csv.zip`,
+    contentType: 'application/zip',
+    stream: zipStream(entries()),
+  };
+}
