@@ -1,0 +1,288 @@
+/**
+ * OData JSON rows of a submission, as Central writes them (shared/fixtures/central-outputs
+ * README facts 13–18): fields nested by group in document order, typed values, GeoJSON (or WKT),
+ * repeat navigation links (and `$expand` arrays), `__id` (the logical instanceID, or the SHA-1 of a
+ * repeat row's position) and `__system`. Pure (hashing with @noble/hashes, Workers-safe).
+ */
+import { sha1 } from '@noble/hashes/legacy.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import type { SubmissionValue } from '../xforms/types';
+import type { ODataModel, ODataNode, ODataTable } from './model';
+
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/** What a row needs besides the values: the submission's metadata (REST names). */
+export interface SubmissionMeta {
+  instanceId: string;
+  createdAt: Date;
+  updatedAt: Date | null;
+  deletedAt: Date | null;
+  submitterId: number | null;
+  submitterName: string | null;
+  attachmentsPresent: number;
+  attachmentsExpected: number;
+  /** null, `notDecrypted` or `missingEncryptedFormData`. */
+  status: string | null;
+  reviewState: string | null;
+  deviceId: string | null;
+  edits: number;
+  formVersion: string;
+}
+
+export interface RowOptions {
+  /** `$wkt=true`: geometry as WKT text instead of GeoJSON. */
+  wkt: boolean;
+  /** `$expand`: `*` for every repeat at every depth, else the repeat paths to inline (slash paths below the root). */
+  expand: '*' | Set<string> | null;
+}
+
+/** `__system` in Central's key order; submitterId as a string (fact 13). */
+export function systemJson(m: SubmissionMeta): { [k: string]: Json } {
+  return {
+    submissionDate: m.createdAt.toISOString(),
+    updatedAt: m.updatedAt?.toISOString() ?? null,
+    submitterId: m.submitterId == null ? null : String(m.submitterId),
+    submitterName: m.submitterName,
+    attachmentsPresent: m.attachmentsPresent,
+    attachmentsExpected: m.attachmentsExpected,
+    status: m.status,
+    reviewState: m.reviewState,
+    deviceId: m.deviceId,
+    edits: m.edits,
+    formVersion: m.formVersion,
+    deletedAt: m.deletedAt?.toISOString() ?? null,
+  };
+}
+
+// ─── values ────────────────────────────────────────────────────────────────────────────────
+
+const num = (s: string | undefined) => (s == null || s === '' ? undefined : Number(s));
+
+function geoPoints(text: string): Array<{ coords: number[]; accuracy: number | undefined }> {
+  return text.split(';').map((p) => p.trim()).filter((p) => p !== '').map((p) => {
+    const [lat, lon, alt, acc] = p.split(/\s+/);
+    const coords = [Number(lon), Number(lat)];
+    const a = num(alt);
+    if (a !== undefined) coords.push(a);
+    return { coords, accuracy: num(acc) };
+  });
+}
+
+function geo(type: string, text: string, wkt: boolean): Json {
+  const pts = geoPoints(text);
+  if (pts.length === 0) return null;
+  if (type === 'geopoint') {
+    const p = pts[0]!;
+    if (wkt) return `POINT (${p.coords.join(' ')})`;
+    return p.accuracy === undefined ? { type: 'Point', coordinates: p.coords } : { type: 'Point', coordinates: p.coords, properties: { accuracy: p.accuracy } };
+  }
+  const line = pts.map((p) => p.coords);
+  const accuracies = pts.map((p) => p.accuracy ?? 0);
+  const props = accuracies.some((a) => a !== 0) ? { properties: { accuracies } } : {};
+  if (type === 'geotrace') {
+    if (wkt) return `LINESTRING (${line.map((c) => c.join(' ')).join(',')})`;
+    return { type: 'LineString', coordinates: line, ...props };
+  }
+  if (wkt) return `POLYGON ((${line.map((c) => c.join(' ')).join(',')}))`;
+  return { type: 'Polygon', coordinates: [line], ...props };
+}
+
+/** A leaf's JSON value by its bind type (fact 14): empty or missing → null. */
+export function leafValue(type: string, text: string | undefined, wkt: boolean): Json {
+  if (text == null || text === '') return null;
+  switch (type) {
+    case 'int': {
+      const n = Number.parseInt(text, 10);
+      return Number.isNaN(n) ? null : n;
+    }
+    case 'decimal': {
+      const n = Number.parseFloat(text);
+      return Number.isNaN(n) ? null : n;
+    }
+    case 'geopoint': case 'geotrace': case 'geoshape':
+      return geo(type, text, wkt);
+    case 'dateTime':
+      // A bare `+hh` offset gets `:00` (Central, by code reading; fact 14).
+      return text.replace(/([+-]\d\d)$/, '$1:00');
+    default:
+      return text;
+  }
+}
+
+// ─── one submission's instance tree ──────────────────────────────────────────────────────────
+
+/** The stored values of one version, indexed for row building. */
+export class Instance {
+  private readonly leaves = new Map<string, string>();
+  /** repeat path + parent index prefix → instance indexes (1-based) in first-seen order. */
+  private readonly repeats = new Map<string, number[]>();
+
+  constructor(values: SubmissionValue[], repeatChainOf: (path: string) => string[]) {
+    for (const v of values) {
+      const key = `${v.path}#${v.repeatIndex.join('.')}`;
+      if (!this.leaves.has(key)) this.leaves.set(key, v.value);
+      const chain = repeatChainOf(v.path);
+      for (let k = 0; k < chain.length && k < v.repeatIndex.length; k += 1) {
+        const at = `${chain[k]}#${v.repeatIndex.slice(0, k).join('.')}`;
+        const list = this.repeats.get(at) ?? [];
+        if (!list.includes(v.repeatIndex[k]!)) list.push(v.repeatIndex[k]!);
+        this.repeats.set(at, list);
+      }
+    }
+  }
+
+  leaf(path: string, index: number[]): string | undefined {
+    return this.leaves.get(`${path}#${index.join('.')}`);
+  }
+
+  instances(repeatPath: string, parentIndex: number[]): number[] {
+    return [...(this.repeats.get(`${repeatPath}#${parentIndex.join('.')}`) ?? [])].sort((a, b) => a - b);
+  }
+}
+
+/** The repeat paths enclosing (or equal to) a path, outermost first, per the model. */
+export function repeatChainFn(model: ODataModel): (path: string) => string[] {
+  const repeats = model.tables.slice(1).map((t) => t.repeat!.path);
+  const cache = new Map<string, string[]>();
+  return (path) => {
+    let c = cache.get(path);
+    if (!c) {
+      c = repeats.filter((r) => path === r || path.startsWith(`${r}/`)).sort((a, b) => a.length - b.length);
+      cache.set(path, c);
+    }
+    return c;
+  };
+}
+
+/**
+ * `__id` of a repeat row (fact 17): SHA-1 hex of `Submissions#<root instanceID>` plus, per path
+ * step below the root, `%%<name>#` for a group and `%%<name>#<0-based index>` for a repeat.
+ */
+export function repeatRowId(rootId: string, repeatPath: string, chain: string[], index: number[]): string {
+  let text = `Submissions#${rootId}`;
+  let at = 0;
+  let path = '';
+  for (const step of repeatPath.slice(1).split('/')) {
+    path += `/${step}`;
+    if (at < chain.length && chain[at] === path) {
+      text += `%%${step}#${index[at]! - 1}`;
+      at += 1;
+    } else {
+      text += `%%${step}#`;
+    }
+  }
+  return bytesToHex(sha1(utf8ToBytes(text)));
+}
+
+/** Builds rows of one submission for the model's tables. */
+export class RowBuilder {
+  private readonly chainOf: (path: string) => string[];
+
+  constructor(private readonly model: ODataModel, private readonly options: RowOptions) {
+    this.chainOf = repeatChainFn(model);
+  }
+
+  instance(values: SubmissionValue[]): Instance {
+    return new Instance(values, this.chainOf);
+  }
+
+  private expands(node: ODataNode): boolean {
+    const e = this.options.expand;
+    return e === '*' || (e != null && e.has(node.path));
+  }
+
+  /** Fields of a node list into `out`; repeats directly in `deferred` (they go after the ids) when given. */
+  private fill(out: { [k: string]: Json }, nodes: ODataNode[], inst: Instance, rootId: string, index: number[], base: string, basePath: string, deferred: Array<[string, Json]> | null): void {
+    for (const n of nodes) {
+      if (n.kind === 'leaf') {
+        out[n.name] = leafValue(n.type, inst.leaf(n.path, index), this.options.wkt);
+      } else if (n.kind === 'group') {
+        const group: { [k: string]: Json } = {};
+        this.fill(group, n.children, inst, rootId, index, base, basePath, null);
+        out[n.name] = group;
+      } else {
+        const found = inst.instances(n.path, index);
+        if (found.length === 0) continue;
+        const link = `${base}${n.path.slice(basePath.length)}`;
+        const entries: Array<[string, Json]> = [[`${n.name}@odata.navigationLink`, link]];
+        if (this.expands(n)) entries.push([n.name, found.map((i) => this.repeatRow(n, inst, rootId, [...index, i], link, true))]);
+        if (deferred) deferred.push(...entries);
+        else for (const [k, v] of entries) out[k] = v;
+      }
+    }
+  }
+
+  /**
+   * A row of a repeat table (or an expanded one): fields, `__id`, the parent id (not when
+   * expanded), then links of repeats directly inside it.
+   * @param link the navigation link of the repeat collection this row belongs to.
+   */
+  repeatRow(node: ODataNode, inst: Instance, rootId: string, index: number[], link: string, expanded: boolean, parentId?: string): { [k: string]: Json } {
+    const out: { [k: string]: Json } = {};
+    const id = repeatRowId(rootId, node.path, this.chainOf(node.path), index);
+    const deferred: Array<[string, Json]> = [];
+    this.fill(out, node.children, inst, rootId, index, `${link}('${id}')`, node.path, deferred);
+    out.__id = id;
+    if (!expanded && parentId !== undefined) {
+      const table = this.model.tables.find((t) => t.repeat === node)!;
+      out[table.parentIdName!] = parentId;
+    }
+    for (const [k, v] of deferred) out[k] = v;
+    return out;
+  }
+
+  /** A row of Submissions (fact 13): fields, `__id`, `__system`, then links of root-level repeats. */
+  rootRow(meta: SubmissionMeta, values: SubmissionValue[] | null): { [k: string]: Json } {
+    const out: { [k: string]: Json } = {};
+    const deferred: Array<[string, Json]> = [];
+    // Encrypted rows that were not decrypted hold only __id and __system.
+    if (values) this.fill(out, this.model.tables[0]!.children, this.instance(values), meta.instanceId, [], `Submissions('${encodeURIComponent(meta.instanceId)}')`, '', deferred);
+    out.__id = meta.instanceId;
+    out.__system = systemJson(meta);
+    for (const [k, v] of deferred) out[k] = v;
+    return out;
+  }
+
+  /**
+   * Every row of a repeat table for one submission, in document order, optionally only those
+   * under one parent row (`Submissions('id')/…/repeat` paths).
+   */
+  tableRows(table: ODataTable, rootId: string, values: SubmissionValue[], parent?: { index: number[] }): Array<{ [k: string]: Json }> {
+    const inst = this.instance(values);
+    const node = table.repeat!;
+    const chain = this.chainOf(node.path);
+    const rows: Array<{ [k: string]: Json }> = [];
+    const root = `Submissions('${encodeURIComponent(rootId)}')`;
+    const walk = (level: number, index: number[], base: string, basePath: string) => {
+      const r = chain[level]!;
+      for (const i of inst.instances(r, index)) {
+        const idx = [...index, i];
+        const link = `${base}${r.slice(basePath.length)}`;
+        if (level === chain.length - 1) {
+          const parentId = level === 0 ? rootId : repeatRowId(rootId, chain[level - 1]!, chain.slice(0, level), index);
+          rows.push(this.repeatRow(node, inst, rootId, idx, link, false, parentId));
+        } else {
+          walk(level + 1, idx, `${link}('${repeatRowId(rootId, r, chain.slice(0, level + 1), idx)}')`, r);
+        }
+      }
+    };
+    if (parent) {
+      const level = parent.index.length;
+      let base = root;
+      let basePath = '';
+      for (let k = 0; k < level; k += 1) {
+        base = `${base}${chain[k]!.slice(basePath.length)}('${repeatRowId(rootId, chain[k]!, chain.slice(0, k + 1), parent.index.slice(0, k + 1))}')`;
+        basePath = chain[k]!;
+      }
+      const r = chain[level]!;
+      for (const i of inst.instances(r, parent.index)) {
+        const idx = [...parent.index, i];
+        const parentId = level === 0 ? rootId : repeatRowId(rootId, chain[level - 1]!, chain.slice(0, level), parent.index);
+        rows.push(this.repeatRow(node, inst, rootId, idx, `${base}${r.slice(basePath.length)}`, false, parentId));
+      }
+      return rows;
+    }
+    walk(0, [], root, '');
+    return rows;
+  }
+}
