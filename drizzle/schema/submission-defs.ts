@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { ts } from './_columns';
 import { actors } from './actors';
@@ -24,10 +25,17 @@ export const submissionDefs = pgTable('submission_defs', {
   current: boolean('current').notNull().default(true),
   encrypted: boolean('encrypted').notNull().default(false),
   values: jsonb('values').$type<SubmissionValue[]>().notNull(),
+  /**
+   * The values outside repeats as one object (path → text), for OData `$filter` / `$orderby` on
+   * form fields in SQL (lib/odata); derived at ingestion from `values` (rootValuesOf).
+   */
+  rootValues: jsonb('root_values').$type<Record<string, string>>().notNull().default({}),
   createdAt: ts('created_at').notNull().defaultNow(),
 }, (t) => [
   uniqueIndex('submission_defs_submission_instance').on(t.submissionId, t.instanceId),
   index('submission_defs_instance_id').on(t.instanceId),
+  // OData equality filters on form fields (`root_values @> {...}`), current versions only.
+  index('submission_defs_root_values').using('gin', t.rootValues.op('jsonb_path_ops')).where(sql`${t.current}`),
 ]);
 
 export type SubmissionDefRow = typeof submissionDefs.$inferSelect;

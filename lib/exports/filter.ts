@@ -1,30 +1,41 @@
 /**
- * OData `$filter` → SQL, for CSV exports and (later) OData feeds: the subset Central supports
+ * OData `$filter` → SQL, for CSV exports and OData feeds: the subset Central supports
  * (central-api.yaml, exports `$filter`; shared/reference/central-problem-codes.md 400.18, 501.4,
- * 501.5). Parsed with odata-v4-parser (the parser Central uses, so its error texts match); every
- * literal becomes a bound parameter, never SQL text.
+ * 501.5), plus, where the caller's resolver allows, form fields (lib/odata). Parsed with
+ * odata-v4-parser (the parser Central uses, so its error texts match); every literal becomes a bound
+ * parameter cast to the type of what it is compared with, never SQL text.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { filter as parseFilter } from 'odata-v4-parser';
 import { Problem } from '../problem';
 
-/** Maps a member path (`__system/submissionDate`, `__id`) to a SQL expression, or null when it cannot be filtered on. */
-export type FilterFieldResolver = (path: string) => SQL | null;
+/** The kinds of value a filter compares. */
+export type FilterType = 'number' | 'text' | 'time';
 
-interface Node {
+/** A filterable field: its SQL expression and kind. */
+export interface FilterField {
+  sql: SQL;
+  type: FilterType;
+}
+
+/** Maps a member path (`__system/submissionDate`, `__id`, `age`) to a field, or null when it cannot be filtered on. */
+export type FilterFieldResolver = (path: string) => FilterField | null;
+
+/** An odata-v4-parser token. */
+export interface ODataToken {
   type: string;
   value: unknown;
   position: number;
   raw: string;
 }
 
-const unparseable = (reason: string) =>
+export const unparseableFilter = (reason: string) =>
   new Problem(400.18, `The OData filter expression you provided could not be parsed: ${reason}`, { reason });
-const unsupported = (node: Node) =>
+export const unsupportedExpression = (node: ODataToken) =>
   new Problem(501.4, `The given OData filter expression uses features not supported by this server: ${node.type} at ${node.position} ("${node.raw}")`, {
     at: node.position, type: node.type, text: node.raw,
   });
-const unknownField = (node: Node, text: string) =>
+export const unsupportedField = (node: { position: number }, text: string) =>
   new Problem(501.5, `The given OData filter expression references fields not supported by this server: ${text} at ${node.position}`, {
     at: node.position, text,
   });
@@ -38,86 +49,134 @@ const comparisons: Record<string, string> = {
   GreaterOrEqualsExpression: '>=',
 };
 const dateParts = new Set(['year', 'month', 'day', 'hour', 'minute', 'second']);
+const numberKinds = new Set(['Edm.SByte', 'Edm.Byte', 'Edm.Int16', 'Edm.Int32', 'Edm.Int64', 'Edm.Decimal', 'Edm.Double', 'Edm.Single']);
 
-function literal(node: Node): SQL {
+/** A `$root/Submissions/…` member (how a repeat table names its submission's fields) is that field. */
+export const memberPath = (node: ODataToken) => node.raw.replace(/^\$root\/Submissions\//, '');
+
+/** The JS value of a literal token, and its kind (null for `null`). @throws 501.4 other kinds. */
+export function literalValue(node: ODataToken): { value: string | number | boolean | null; type: FilterType | 'bool' | null } {
   const kind = node.value as string;
   const raw = node.raw;
-  switch (kind) {
-    case 'null':
-      return sql`null`;
-    case 'Edm.Boolean':
-      return sql`${raw.toLowerCase() === 'true'}::boolean`;
-    case 'Edm.String':
-      return sql`${raw.slice(1, -1).replace(/''/g, "'")}::text`;
-    case 'Edm.Date':
-    case 'Edm.DateTimeOffset':
-      return sql`${raw}::timestamptz`;
-    case 'Edm.SByte': case 'Edm.Byte': case 'Edm.Int16': case 'Edm.Int32': case 'Edm.Int64':
-    case 'Edm.Decimal': case 'Edm.Double': case 'Edm.Single':
-      return sql`${raw}::numeric`;
+  if (kind === 'null') return { value: null, type: null };
+  if (kind === 'Edm.Boolean') return { value: raw.toLowerCase() === 'true', type: 'bool' };
+  if (kind === 'Edm.String') return { value: raw.slice(1, -1).replace(/''/g, "'"), type: 'text' };
+  if (kind === 'Edm.Date' || kind === 'Edm.DateTimeOffset') return { value: raw, type: 'time' };
+  if (numberKinds.has(kind)) return { value: Number(raw), type: 'number' };
+  throw unsupportedExpression(node);
+}
+
+/** A literal as SQL, cast to the kind it is compared with. */
+function literalSql(node: ODataToken, want: FilterType | null): SQL {
+  const { value, type } = literalValue(node);
+  if (value === null) return sql`null`;
+  // A boolean has no field of its kind here: compared with a field, it is that field's kind (`'true'`), as in Central.
+  if (type === 'bool' && want == null) return sql`${value}::boolean`;
+  const as = want ?? type;
+  if (as === 'number') {
+    const n = typeof value === 'number' ? value : Number(value);
+    if (!Number.isFinite(n)) throw unparseableFilter(`${node.raw} at ${node.position} is not a number`);
+    return sql`${String(n)}::numeric`;
+  }
+  if (as === 'time') {
+    if (Number.isNaN(Date.parse(String(value)))) throw unparseableFilter(`${node.raw} at ${node.position} is not a date`);
+    return sql`${String(value)}::timestamptz`;
+  }
+  return sql`${String(value)}::text`;
+}
+
+interface Typed {
+  sql: SQL;
+  type: FilterType | null;
+}
+
+function operand(node: ODataToken, resolve: FilterFieldResolver, want: FilterType | null): Typed {
+  const v = node.value as { method?: string; parameters?: ODataToken[] };
+  switch (node.type) {
+    case 'Literal':
+      return { sql: literalSql(node, want), type: want };
+    case 'FirstMemberExpression':
+    case 'MemberExpression':
+    case 'RootExpression': {
+      const field = resolve(memberPath(node));
+      if (field == null) throw unsupportedField(node, memberPath(node));
+      return field;
+    }
+    case 'MethodCallExpression': {
+      const method = v.method ?? '';
+      if (method === 'now' && (v.parameters ?? []).length === 0) return { sql: sql`now()`, type: 'time' };
+      if (dateParts.has(method) && v.parameters?.length === 1) {
+        const inner = operand(v.parameters[0]!, resolve, 'time');
+        return { sql: sql`extract(${sql.raw(method)} from ${inner.sql})`, type: 'number' };
+      }
+      throw unsupportedExpression(node);
+    }
+    case 'ParenExpression':
+      return operand(node.value as ODataToken, resolve, want);
     default:
-      throw unsupported(node);
+      throw unsupportedExpression(node);
   }
 }
 
-function memberPath(node: Node): string {
-  // `$root/Submissions/__system/x` is how a repeat table names its submission's fields; same field.
-  return node.raw.replace(/^\$root\/Submissions\//, '');
-}
-
-function expr(node: Node, resolve: FilterFieldResolver): SQL {
-  const v = node.value as { left?: Node; right?: Node; method?: string; parameters?: Node[] } & Node;
+function expr(node: ODataToken, resolve: FilterFieldResolver): SQL {
+  const v = node.value as { left?: ODataToken; right?: ODataToken };
   switch (node.type) {
     case 'AndExpression':
       return sql`(${expr(v.left!, resolve)} and ${expr(v.right!, resolve)})`;
     case 'OrExpression':
       return sql`(${expr(v.left!, resolve)} or ${expr(v.right!, resolve)})`;
     case 'NotExpression':
-      return sql`(not ${expr(v as Node, resolve)})`;
+      return sql`(not ${expr(node.value as ODataToken, resolve)})`;
     case 'BoolParenExpression':
-    case 'ParenExpression':
-      return sql`(${expr(v as Node, resolve)})`;
-    case 'EqualsExpression': case 'NotEqualsExpression': case 'LesserThanExpression':
-    case 'LesserOrEqualsExpression': case 'GreaterThanExpression': case 'GreaterOrEqualsExpression':
-      return sql`(${expr(v.left!, resolve)} ${sql.raw(comparisons[node.type]!)} ${expr(v.right!, resolve)})`;
-    case 'Literal':
-      return literal(node);
-    case 'FirstMemberExpression':
-    case 'MemberExpression':
-    case 'RootExpression': {
-      const path = memberPath(node);
-      const column = resolve(path);
-      if (column == null) throw unknownField(node, path);
-      return column;
+      return sql`(${expr(node.value as ODataToken, resolve)})`;
+    default: {
+      const op = comparisons[node.type];
+      if (!op) throw unsupportedExpression(node);
+      // Literals take the kind of the other side (a date string compared with a timestamp is a timestamp).
+      const leftFirst = v.left!.type !== 'Literal';
+      const a = operand(leftFirst ? v.left! : v.right!, resolve, null);
+      const b = operand(leftFirst ? v.right! : v.left!, resolve, a.type);
+      const [l, r] = leftFirst ? [a, b] : [b, a];
+      return sql`(${l.sql} ${sql.raw(op)} ${r.sql})`;
     }
-    case 'MethodCallExpression': {
-      const method = v.method ?? '';
-      if (method === 'now' && (v.parameters ?? []).length === 0) return sql`now()`;
-      if (dateParts.has(method) && v.parameters?.length === 1) {
-        return sql`extract(${sql.raw(method)} from ${expr(v.parameters[0]!, resolve)})`;
-      }
-      throw unsupported(node);
-    }
-    default:
-      throw unsupported(node);
   }
+}
+
+/** Parses a `$filter` into odata-v4-parser's tree. @throws 400.18 when it does not parse. Pure. */
+export function parseODataFilter(text: string): ODataToken {
+  try {
+    return parseFilter(text) as ODataToken;
+  } catch (err) {
+    throw unparseableFilter(err instanceof Error ? err.message : String(err));
+  }
+}
+
+/** Every member path a filter tree names (to route a filter to SQL or to the row evaluator). Pure. */
+export function filterMembers(node: ODataToken): string[] {
+  const out: string[] = [];
+  const walk = (n: unknown) => {
+    if (n == null || typeof n !== 'object') return;
+    const t = n as ODataToken;
+    if (t.type === 'FirstMemberExpression' || t.type === 'MemberExpression' || t.type === 'RootExpression') {
+      out.push(memberPath(t));
+      return;
+    }
+    for (const [k, child] of Object.entries(t)) if (k !== 'raw' && k !== 'position' && k !== 'type') walk(child);
+  };
+  walk(node);
+  return out;
 }
 
 /**
  * Compiles a `$filter` expression.
- * @param text the `$filter` value as given (URL-decoded).
- * @param resolve maps each member path to its SQL column (null: not filterable → 501.5).
+ * @param text the `$filter` value as given (URL-decoded), or an already parsed tree.
+ * @param resolve maps each member path to its SQL expression and kind (null: not filterable → 501.5).
  * @returns a boolean SQL fragment with every literal bound as a parameter.
- * @throws Problem 400.18 `{ reason }` when it does not parse; 501.4 `{ at, type, text }` for
- *   syntax beyond the subset (functions other than now/year/month/day/hour/minute/second, lambdas,
- *   arithmetic…); 501.5 `{ at, text }` for a field that cannot be filtered on. Pure.
+ * @throws Problem 400.18 `{ reason }` when it does not parse or a literal does not fit the field's
+ *   kind; 501.4 `{ at, type, text }` for syntax beyond the subset (functions other than
+ *   now/year/month/day/hour/minute/second, lambdas, arithmetic…); 501.5 `{ at, text }` for a field
+ *   that cannot be filtered on. Pure.
  */
-export function compileODataFilter(text: string, resolve: FilterFieldResolver): SQL {
-  let ast: Node;
-  try {
-    ast = parseFilter(text) as Node;
-  } catch (err) {
-    throw unparseable(err instanceof Error ? err.message : String(err));
-  }
-  return expr(ast, resolve);
+export function compileODataFilter(text: string | ODataToken, resolve: FilterFieldResolver): SQL {
+  return expr(typeof text === 'string' ? parseODataFilter(text) : text, resolve);
 }

@@ -9,12 +9,12 @@
  * blobs are streamed from the store. Memory is bounded by one batch; a client that disconnects
  * cancels the stream, which stops the reads.
  */
-import { and, desc, eq, inArray, isNotNull, isNull, ne, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, isNull, ne, sql, type SQL } from 'drizzle-orm';
 import { actors, blobs, formDefs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
 import type { Ctx } from '../context';
 import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
 import type { SubmissionValue } from '../xforms/types';
-import { compileODataFilter } from './filter';
+import { compileODataFilter, type FilterField } from './filter';
 import { csvLine, repeatRows, rootCells } from './rows';
 import { exportTables, selectTokens, type ExportOptions, type ExportTable } from './tables';
 import { zipStream, type ZipEntry } from './zip';
@@ -39,14 +39,18 @@ const BATCH = 500;
 
 const META_COLUMNS = ['KEY', 'SubmitterID', 'SubmitterName', 'AttachmentsPresent', 'AttachmentsExpected', 'Status', 'ReviewState', 'DeviceID', 'Edits', 'FormVersion'];
 
-/** The `$filter` fields Central allows on submissions (central-problem-codes.md 501.5). */
-function systemField(path: string): SQL | null {
+/**
+ * The `$filter` fields Central allows on submissions (central-problem-codes.md 501.5), for exports
+ * and OData (which adds form fields). Reads only the `submissions` columns.
+ */
+export function systemFilterField(path: string): FilterField | null {
   switch (path) {
-    case '__id': return sql`${submissions.instanceId}`;
-    case '__system/submissionDate': return sql`${submissions.createdAt}`;
-    case '__system/updatedAt': return sql`${submissions.updatedAt}`;
-    case '__system/submitterId': return sql`${submissions.submitterId}`;
-    case '__system/reviewState': return sql`${submissions.reviewState}`;
+    case '__id': return { sql: sql`${submissions.instanceId}`, type: 'text' };
+    case '__system/submissionDate': return { sql: sql`${submissions.createdAt}`, type: 'time' };
+    case '__system/updatedAt': return { sql: sql`${submissions.updatedAt}`, type: 'time' };
+    case '__system/submitterId': return { sql: sql`${submissions.submitterId}`, type: 'number' };
+    case '__system/reviewState': return { sql: sql`${submissions.reviewState}`, type: 'text' };
+    case '__system/deletedAt': return { sql: sql`${submissions.deletedAt}`, type: 'time' };
     default: return null;
   }
 }
@@ -73,8 +77,12 @@ interface BatchRow {
   received: string[];
 }
 
-/** The exported submissions, newest first, in batches (keyset paging: no cursor, no open transaction). */
-async function* batches(ctx: Ctx, where: SQL): AsyncGenerator<BatchRow[]> {
+/**
+ * The exported submissions in batches (keyset paging: no cursor, no open transaction): newest
+ * first (the CSV rows, fact 4), or oldest first (`asc`: the media entries, in the order Central's
+ * capture has them, central-outputs/binaryType requests.json).
+ */
+async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc' = 'desc'): AsyncGenerator<BatchRow[]> {
   let after: { createdAt: string; id: number } | null = null;
   for (;;) {
     const page: BatchRow[] = await ctx.db
@@ -98,8 +106,10 @@ async function* batches(ctx: Ctx, where: SQL): AsyncGenerator<BatchRow[]> {
       .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
       .innerJoin(formDefs, eq(formDefs.id, submissionDefs.formDefId))
       .leftJoin(actors, eq(actors.id, submissions.submitterId))
-      .where(after ? and(where, sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`) : where)
-      .orderBy(desc(submissions.createdAt), desc(submissions.id))
+      .where(after ? and(where, order === 'desc'
+        ? sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`
+        : sql`(${submissions.createdAt}, ${submissions.id}) > (${after.createdAt}::timestamptz, ${after.id})`) : where)
+      .orderBy(...(order === 'desc' ? [desc(submissions.createdAt), desc(submissions.id)] : [asc(submissions.createdAt), asc(submissions.id)]))
       .limit(BATCH);
     if (page.length === 0) return;
     yield page;
@@ -141,9 +151,12 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
   }
 }
 
-/** The received media of the exported (readable) submissions, in row order, each file by name. */
+/**
+ * The received media of the exported (readable) submissions: oldest submission first (unlike the
+ * CSV rows; Central's capture has them so), each submission's files by name.
+ */
 async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
-  for await (const page of batches(ctx, plan.where)) {
+  for await (const page of batches(ctx, plan.where, 'asc')) {
     const defIds = page.filter((r) => !r.encrypted && r.received.length > 0).map((r) => r.defId);
     if (defIds.length === 0) continue;
     const files = await ctx.db
@@ -204,7 +217,7 @@ async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft:
       .where(and(eq(formDefs.formId, f.form.id), isNotNull(formDefs.publishedAt), ne(formDefs.id, def.id)))
       .orderBy(desc(formDefs.publishedAt), desc(formDefs.id))).map((d) => d.fields);
   const conditions: SQL[] = [eq(submissions.formId, f.form.id), eq(submissions.draft, draft), isNull(submissions.deletedAt)];
-  if (query.filter != null && query.filter !== '') conditions.push(compileODataFilter(query.filter, systemField));
+  if (query.filter != null && query.filter !== '') conditions.push(compileODataFilter(query.filter, systemFilterField));
   const where = and(...conditions)!;
   const selectOptions = new Map<string, string[]>();
   if (query.splitSelectMultiples) {

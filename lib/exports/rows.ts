@@ -20,11 +20,12 @@ export function rootCells(table: ExportTable, values: SubmissionValue[]): string
 export function repeatKey(rootId: string, chain: string[], index: number[]): string {
   const last = chain[chain.length - 1]!;
   let out = rootId;
+  let path = ''; // the plain path walked so far (without the `[n]` indexes)
   let at = 0;
   for (const step of last.slice(1).split('/')) {
     out += `/${step}`;
-    const prefix = out.slice(rootId.length);
-    if (at < chain.length && prefix === chain[at]) {
+    path += `/${step}`;
+    if (at < chain.length && path === chain[at]) {
       out += `[${index[at]}]`;
       at += 1;
     }

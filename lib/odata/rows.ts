@@ -78,13 +78,16 @@ function geo(type: string, text: string, wkt: boolean): Json {
   }
   const line = pts.map((p) => p.coords);
   const accuracies = pts.map((p) => p.accuracy ?? 0);
-  const props = accuracies.some((a) => a !== 0) ? { properties: { accuracies } } : {};
+  const withAccuracies = (g: { [k: string]: Json }) => {
+    if (accuracies.some((a) => a !== 0)) g.properties = { accuracies };
+    return g;
+  };
   if (type === 'geotrace') {
     if (wkt) return `LINESTRING (${line.map((c) => c.join(' ')).join(',')})`;
-    return { type: 'LineString', coordinates: line, ...props };
+    return withAccuracies({ type: 'LineString', coordinates: line });
   }
   if (wkt) return `POLYGON ((${line.map((c) => c.join(' ')).join(',')}))`;
-  return { type: 'Polygon', coordinates: [line], ...props };
+  return withAccuracies({ type: 'Polygon', coordinates: [line] });
 }
 
 /** A leaf's JSON value by its bind type (fact 14): empty or missing → null. */

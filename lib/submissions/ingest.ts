@@ -11,7 +11,7 @@ import { formByDraftToken } from '../forms/openrosa';
 import { problemFromDbError } from '../db/errors';
 import { problems } from '../problem';
 import { can, rejection } from '../authz/can';
-import { parseSubmission, readSubmission, type SubmissionDocument } from '../xforms/parse-submission';
+import { parseSubmission, readSubmission, rootValuesOf, type SubmissionDocument } from '../xforms/parse-submission';
 import type { ParsedSubmission } from '../xforms/types';
 import { getSubmissionOrNotFound, submissionJson, type SubmissionJson } from './queries';
 
@@ -141,6 +141,7 @@ async function insertDef(ctx: Ctx, sub: SubmissionRow, formDef: FormDefRow, pars
       current: true,
       encrypted: parsed.encryption != null,
       values: parsed.values,
+      rootValues: rootValuesOf(parsed.values),
     })
     .returning();
   if (parsed.attachments.length > 0) {

@@ -236,3 +236,13 @@ export function parseSubmission(input: string | Uint8Array | SubmissionDocument,
     hash: { md5: bytesToHex(md5(bytes)), sha256: bytesToHex(sha256(bytes)) },
   };
 }
+
+/**
+ * The values outside any repeat as one object, path → text (the first occurrence of a path wins,
+ * as every reader of `values` takes it): what SQL filters on form fields read. Pure.
+ */
+export function rootValuesOf(values: SubmissionValue[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const v of values) if (v.repeatIndex.length === 0 && !(v.path in out)) out[v.path] = v.value;
+  return out;
+}
