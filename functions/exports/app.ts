@@ -1,7 +1,8 @@
-/** Exports group: streaming CSV and ZIP exports of submissions (OData joins it later). */
+/** Exports group: streaming CSV and ZIP exports of submissions, and the OData feeds. */
 import { groupApp } from '../../lib/http/app';
 import { csvRoutes } from './csv';
+import { odataRoutes } from './odata';
 
-const app = groupApp().route('/', csvRoutes);
+const app = groupApp().route('/', csvRoutes).route('/', odataRoutes);
 
 export default app;

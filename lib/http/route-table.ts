@@ -17,7 +17,9 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/users(\/|$)/, 'users'],
   [/^\/v1\/sessions(\/|$)/, 'users'],
   [/^\/v1\/audits(\/|$)/, 'audits'],
-  // Exports (submissions.csv, submissions.csv.zip), before the submissions entries.
+  // Exports (submissions.csv, submissions.csv.zip) and OData (F.svc, F/draft.svc), before the submissions and forms entries.
+  [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\.svc(\/|$)/, 'exports'],
+  [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/draft\.svc(\/|$)/, 'exports'],
   [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/(draft\/)?submissions\.csv(\.zip)?$/, 'exports'],
   // OpenRosa submission (and its Draft Token form), before the forms entries.
   [/^\/v1\/projects\/[^/]+\/submission$/, 'submissions'],

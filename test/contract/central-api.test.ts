@@ -24,7 +24,7 @@ const deferred: Array<[RegExp, string]> = [
   [/^POST \/v1\/projects\/\{id\}\/key$/, 'managed encryption (encryption issue)'],
   [/^PATCH \/v1\/projects\/\{projectId\}\/app-users\/\{id\}$/, 'actor properties (not in the foundation)'],
   [/\.geojson$/, 'GeoJSON (not in the spec table; a later issue)'],
-  [/submissions\.geojson|\.svc/, 'GeoJSON and OData (issue 6 and later)'],
+  [/submissions\.geojson/, 'GeoJSON (a later issue)'],
   [/\/public-links/, 'public links (a later issue)'],
   [/\/dataset-diff|\/datasets/, 'entities and datasets (entities issue)'],
   [/\.xlsx$|\.xls$/, 'spreadsheets are answered, as 404 until the XLSForm issue keeps them'],

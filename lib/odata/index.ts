@@ -1,0 +1,499 @@
+/**
+ * The OData feed of a form's submissions (central-api.yaml, OData Endpoints; the captured
+ * answers in shared/fixtures/central-outputs/<form>/odata and README facts 12–21): service
+ * document, `$metadata`, `Submissions`, one submission, repeat tables and a submission's repeat
+ * rows, with `$top`, `$skip`, `$skiptoken`, `$count`, `$filter`, `$orderby`, `$select`, `$expand`
+ * and `$wkt`. Beyond Central, `$filter` and `$orderby` also take the form's own fields: on
+ * Submissions in SQL (over `submission_defs.root_values`, with bound parameters), on repeat
+ * tables on the rows as they are built.
+ *
+ * Rows stream: they are read in keyset batches outside any transaction and written as the client
+ * reads, so memory stays flat and a disconnect stops the reads (DESIGN rule 5).
+ */
+import { and, asc, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
+import { submissionDefs, submissions } from '../../drizzle/schema';
+import type { Ctx } from '../context';
+import { systemFilterField } from '../exports';
+import { compileODataFilter, filterMembers, parseODataFilter, type FilterField, type FilterType, type ODataToken } from '../exports/filter';
+import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
+import { Problem, problems } from '../problem';
+import { encryptionStatus, selectSubmissionRows, type SubmissionDataRow } from '../submissions/rows';
+import { evaluateFilter, rowValue, type RowResolver, type RowValue } from './evaluate';
+import { metadataXml, serviceDocument } from './metadata';
+import { buildModel, type ODataModel, type ODataNode, type ODataTable } from './model';
+import { encodeSkiptoken, nextLink, readFeedQuery, type FeedQuery } from './query';
+import { RowBuilder, repeatChainFn, repeatRowId, type Json, type SubmissionMeta } from './rows';
+
+export { readFeedQuery } from './query';
+
+const BATCH = 500;
+const GEO_PARTS = ['latitude', 'longitude', 'altitude', 'accuracy'];
+
+interface Feed {
+  model: ODataModel;
+  formId: number;
+  draft: boolean;
+}
+
+/** The form, its exported definition and model. @throws 404.1; 401.2/403.1 without submission.read. */
+async function loadFeed(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean): Promise<Feed> {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'submission.read', f);
+  const def = await getDefOrNotFound(ctx, draft ? f.form.draftDefId : f.form.currentDefId);
+  return { model: buildModel(f.form.xmlFormId, def.fields), formId: f.form.id, draft };
+}
+
+/**
+ * The service document (GET F.svc, F/draft.svc): every table as an EntitySet.
+ * @param serviceUrl the absolute `…/forms/<id>.svc` URL. @throws 404.1; 401.2/403.1.
+ */
+export async function odataServiceDocument(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, serviceUrl: string) {
+  return serviceDocument((await loadFeed(ctx, projectId, xmlFormId, draft)).model, serviceUrl);
+}
+
+/** The EDMX document (GET F.svc/$metadata). @throws 404.1; 401.2/403.1. */
+export async function odataMetadata(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean): Promise<string> {
+  return metadataXml((await loadFeed(ctx, projectId, xmlFormId, draft)).model);
+}
+
+// ─── fields ──────────────────────────────────────────────────────────────────────────────────
+
+/** The kind a bind type compares as. */
+const kindOf = (type: string): FilterType => (type === 'int' || type === 'decimal' ? 'number' : type === 'date' || type === 'dateTime' ? 'time' : 'text');
+
+/** Leaves reachable from a table's row without entering a repeat, by OData path (`meta/instanceID`). */
+function leavesOf(nodes: ODataNode[], prefix = '', out = new Map<string, ODataNode>()): Map<string, ODataNode> {
+  for (const n of nodes) {
+    const p = prefix === '' ? n.name : `${prefix}/${n.name}`;
+    if (n.kind === 'leaf') out.set(p, n);
+    else if (n.kind === 'group') leavesOf(n.children, p, out);
+  }
+  return out;
+}
+
+/** A leaf (or a geopoint part `loc/latitude`) by OData path. */
+function findLeaf(leaves: Map<string, ODataNode>, path: string): { node: ODataNode; part: number | null } | null {
+  const node = leaves.get(path);
+  if (node) return { node, part: null };
+  const cut = path.lastIndexOf('/');
+  const geo = cut > 0 ? leaves.get(path.slice(0, cut)) : undefined;
+  const part = GEO_PARTS.indexOf(path.slice(cut + 1));
+  return geo && geo.type === 'geopoint' && part >= 0 ? { node: geo, part } : null;
+}
+
+const NUMERIC = '^\\s*[-+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*$';
+const ISO_DATE = '^\\s*[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])';
+
+/** SQL for a form field on Submissions: its text in root_values, read as its kind (unreadable text → null). */
+function fieldSql(node: ODataNode, part: number | null): FilterField {
+  let text: SQL = sql`nullif(${submissionDefs.rootValues} ->> ${node.path}, '')`;
+  if (part != null) text = sql`nullif(split_part(${submissionDefs.rootValues} ->> ${node.path}, ' ', ${part + 1}), '')`;
+  const kind = part != null ? 'number' : kindOf(node.type);
+  if (kind === 'number') return { type: 'number', sql: sql`(case when ${text} ~ ${NUMERIC} then (${text})::numeric end)` };
+  if (kind === 'time') return { type: 'time', sql: sql`(case when ${text} ~ ${ISO_DATE} then (${text})::timestamptz end)` };
+  return { type: 'text', sql: text };
+}
+
+/** Resolver for Submissions: Central's system fields, `__system/deletedAt`, and the form's fields. */
+function rootResolver(model: ODataModel): (path: string) => FilterField | null {
+  const leaves = leavesOf(model.tables[0]!.children);
+  return (path) => {
+    if (path === '__system/deletedAt') return { sql: sql`${submissions.deletedAt}`, type: 'time' };
+    const system = systemFilterField(path);
+    if (system) return system;
+    const leaf = findLeaf(leaves, path);
+    return leaf ? fieldSql(leaf.node, leaf.part) : null;
+  };
+}
+
+// ─── rows ────────────────────────────────────────────────────────────────────────────────────
+
+function metaOf(row: SubmissionDataRow): SubmissionMeta {
+  return {
+    instanceId: row.instanceId, createdAt: row.createdAt, updatedAt: row.updatedAt, deletedAt: row.deletedAt,
+    submitterId: row.submitterId, submitterName: row.submitterName, attachmentsPresent: row.received.length,
+    attachmentsExpected: row.expected, status: encryptionStatus(row), reviewState: row.reviewState,
+    deviceId: row.deviceId, edits: row.edits, formVersion: row.formVersion,
+  };
+}
+
+/** `$select` on a row: top-level names and group paths (`meta/instanceID`), keeping Central's key order. */
+function project(row: { [k: string]: Json }, select: string[][]): { [k: string]: Json } {
+  const out: { [k: string]: Json } = {};
+  for (const [k, v] of Object.entries(row)) {
+    const wanted = select.filter((p) => p[0] === k);
+    if (wanted.length === 0) continue;
+    if (wanted.some((p) => p.length === 1) || v == null || typeof v !== 'object' || Array.isArray(v)) out[k] = v;
+    else out[k] = project(v, wanted.map((p) => p.slice(1)));
+  }
+  return out;
+}
+
+/** Checks `$select` against a table. @throws 400.23 unknown property; 400.24 a path into a repeat. */
+function checkSelect(table: ODataTable, select: string[]): string[][] {
+  return select.map((text) => {
+    const parts = text.split('/');
+    if (parts[0] === '__id' || parts[0] === '__system' || (table.parentIdName != null && parts[0] === table.parentIdName)) return parts;
+    let nodes = table.children;
+    for (let i = 0; i < parts.length; i += 1) {
+      const n = nodes.find((x) => x.name === parts[i]);
+      if (!n) throw new Problem(400.23, `Could not find a property named '${text}'`, { property: text });
+      if (n.kind === 'repeat' && i < parts.length - 1) {
+        throw new Problem(400.24, `The given OData select property '${text}' uses features not supported by this server.`, { property: text });
+      }
+      nodes = n.children;
+    }
+    return parts;
+  });
+}
+
+/** `$expand`: `*`, or named repeat paths (`children/child`), each also expanding the repeats on its way. */
+function expandSet(model: ODataModel, expand: FeedQuery['expand']): '*' | Set<string> | null {
+  if (expand == null || expand === '*') return expand;
+  const out = new Set<string>();
+  for (const text of expand) {
+    const table = model.tables.find((t) => t.repeat && t.name === `Submissions.${text.split('/').join('.')}`);
+    if (!table) {
+      throw new Problem(501.6, `The given OData expand expression is not supported by this server: "${text}". Currently, only "$expand=*" and repeat paths are supported.`, { text });
+    }
+    for (const r of repeatChainFn(model)(table.repeat!.path)) out.add(r);
+  }
+  return out;
+}
+
+// ─── streaming JSON ──────────────────────────────────────────────────────────────────────────
+
+const encoder = new TextEncoder();
+
+/** The feed envelope (fact 19): value, @odata.context, @odata.nextLink, @odata.count. */
+function envelope(
+  context: string,
+  rows: AsyncGenerator<{ [k: string]: Json }>,
+  trailer: () => { nextLink: string | null; count: number | null },
+): ReadableStream<Uint8Array> {
+  let started = false;
+  let first = true;
+  let done = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (done) return;
+      let text = started ? '' : '{"value":[';
+      started = true;
+      // Up to ~64 kB per chunk: fewer, larger writes.
+      while (text.length < 65_536) {
+        const next = await rows.next();
+        if (next.done) {
+          const t = trailer();
+          text += `],"@odata.context":${JSON.stringify(context)}`;
+          if (t.nextLink != null) text += `,"@odata.nextLink":${JSON.stringify(t.nextLink)}`;
+          if (t.count != null) text += `,"@odata.count":${t.count}`;
+          text += '}';
+          done = true;
+          break;
+        }
+        text += (first ? '' : ',') + JSON.stringify(next.value);
+        first = false;
+      }
+      controller.enqueue(encoder.encode(text));
+      if (done) controller.close();
+    },
+    async cancel() {
+      await rows.return(undefined);
+    },
+  });
+}
+
+// ─── resource paths ──────────────────────────────────────────────────────────────────────────
+
+interface Resource {
+  table: ODataTable;
+  /** `Submissions('id')` (single) or the submission whose repeat rows are asked for. */
+  instanceId: string | null;
+  /** For `Submissions('id')/…/repeat`: the keys of the repeat rows on the way (40-hex ids). */
+  keys: string[];
+  single: boolean;
+}
+
+const unquote = (s: string) => s.replace(/''/g, "'");
+
+/** Parses the part after `.svc/`. @throws 404.1 for anything that names no table or row. */
+function parseResource(model: ODataModel, text: string): Resource {
+  const notFound = () => problems.user.notFound();
+  const table = model.tables.find((t) => t.name === text);
+  if (table) return { table, instanceId: null, keys: [], single: false };
+  const m = /^Submissions\('((?:[^']|'')*)'\)((?:\/[^/]+)*)$/.exec(text);
+  if (!m) throw notFound();
+  const instanceId = unquote(m[1]!);
+  if (m[2] === '') return { table: model.tables[0]!, instanceId, keys: [], single: true };
+  const steps = m[2]!.slice(1).split('/');
+  let nodes = model.tables[0]!.children;
+  const keys: string[] = [];
+  let last: ODataNode | null = null;
+  for (let i = 0; i < steps.length; i += 1) {
+    const s = /^([^(]+)(?:\('((?:[^']|'')*)'\))?$/.exec(steps[i]!);
+    const node = s ? nodes.find((n) => n.name === s[1]) : undefined;
+    if (!s || !node || node.kind === 'leaf') throw notFound();
+    if (s[2] != null) {
+      // A key names one row of a repeat on the way; the last step is the collection itself.
+      if (node.kind !== 'repeat' || i === steps.length - 1) throw notFound();
+      keys.push(unquote(s[2]));
+    }
+    last = node;
+    nodes = node.children;
+  }
+  const t = model.tables.find((x) => x.repeat === last);
+  if (!t) throw notFound();
+  return { table: t, instanceId, keys, single: false };
+}
+
+// ─── the feed ────────────────────────────────────────────────────────────────────────────────
+
+export interface FeedInput {
+  projectId: number;
+  xmlFormId: string;
+  draft: boolean;
+  /** The path after `.svc/` (URL-decoded). */
+  resource: string;
+  /** Query parameters in order. */
+  query: Array<[string, string]>;
+  /** Absolute `…/forms/<id>.svc` URL (for @odata.context and nextLink). */
+  serviceUrl: string;
+}
+
+/**
+ * A feed document (GET F.svc/Submissions…, also draft).
+ * @returns a stream of the JSON envelope (fact 19); errors that depend only on the request are
+ *   thrown before the first byte.
+ * @throws 404.1 unknown form, table or row; 401.2/403.1 without submission.read; 400.18, 501.4,
+ *   501.5 bad `$filter`/`$orderby`; 400.23/400.24 bad `$select`; 400.34 a repeat `$skiptoken` whose
+ *   row is gone; 400.35 malformed `$skiptoken`; 406.1; 501.1; 501.6; 501.11.
+ */
+export async function odataFeed(ctx: Ctx, input: FeedInput): Promise<ReadableStream<Uint8Array>> {
+  const q = readFeedQuery(input.query);
+  const feed = await loadFeed(ctx, input.projectId, input.xmlFormId, input.draft);
+  const resource = parseResource(feed.model, input.resource);
+  const select = q.select ? checkSelect(resource.table, q.select) : null;
+  const builder = new RowBuilder(feed.model, { wkt: q.wkt, expand: expandSet(feed.model, q.expand) });
+  const shape = (row: { [k: string]: Json }) => (select ? project(row, select) : row);
+  const context = `${input.serviceUrl}/$metadata#${resource.table.name}`;
+  const base: SQL[] = [eq(submissions.formId, feed.formId), eq(submissions.draft, feed.draft)];
+  return resource.table.repeat == null
+    ? rootFeed(ctx, feed, q, resource, builder, shape, context, base, input)
+    : repeatFeed(ctx, feed, q, resource, builder, shape, context, base, input);
+}
+
+async function rootFeed(
+  ctx: Ctx, feed: Feed, q: FeedQuery, resource: Resource, builder: RowBuilder, shape: (r: { [k: string]: Json }) => { [k: string]: Json },
+  context: string, base: SQL[], input: FeedInput,
+): Promise<ReadableStream<Uint8Array>> {
+  const resolve = rootResolver(feed.model);
+  const rowOf = (r: SubmissionDataRow) => shape(builder.rootRow(metaOf(r), r.encrypted ? null : r.values));
+  if (resource.single) {
+    const [row] = await selectSubmissionRows(ctx, {
+      where: and(...base, eq(submissions.instanceId, resource.instanceId!), isNull(submissions.deletedAt))!, orderBy: [], limit: 1,
+    });
+    if (!row) throw problems.user.notFound();
+    return envelope(context, (async function* () { yield rowOf(row); })(), () => ({ nextLink: null, count: null }));
+  }
+  const filter = q.filter ? parseODataFilter(q.filter) : null;
+  const where = [...base];
+  // The web UI lists the Trash with `__system/deletedAt ne null`; otherwise deleted rows are left out.
+  if (!filter || !filterMembers(filter).includes('__system/deletedAt')) where.push(isNull(submissions.deletedAt));
+  if (filter) where.push(compileODataFilter(filter, resolve));
+  const custom = q.orderby.length > 0;
+  const orderBy: SQL[] = custom
+    ? [...q.orderby.map((o) => {
+      const field = resolve(o.path);
+      if (!field) throw new Problem(501.5, `The given OData filter expression references fields not supported by this server: ${o.path}`, { text: o.path });
+      return o.desc ? sql`${field.sql} desc nulls last` : sql`${field.sql} asc nulls last`;
+    }), desc(submissions.id)]
+    : [desc(submissions.createdAt), desc(submissions.id)];
+  if (q.skiptoken) {
+    const id = q.skiptoken.instanceId;
+    const [at] = typeof id === 'string'
+      ? await ctx.db.select({ createdAt: submissions.createdAt, id: submissions.id }).from(submissions).where(and(...base, eq(submissions.instanceId, id)))
+      : [];
+    if (!at) throw new Problem(400.34, 'Record associated with the provided $skiptoken not found.');
+    where.push(sql`(${submissions.createdAt}, ${submissions.id}) < (${at.createdAt.toISOString()}::timestamptz, ${at.id})`);
+  }
+  const whereSql = and(...where)!;
+  const count = q.count
+    ? Number((await ctx.db.select({ n: sql<number>`count(*)` }).from(submissions).innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId)).where(and(...where.slice(0, q.skiptoken ? -1 : undefined))))[0]!.n)
+    : null;
+  const wanted = q.top ?? Infinity;
+  let more = false;
+  let lastId: string | null = null;
+  async function* rows() {
+    let sent = 0;
+    let after: { createdAt: string; id: number } | null = null;
+    let offset = q.skip;
+    while (sent < wanted) {
+      const limit = Math.min(BATCH, wanted - sent + 1);
+      const page = await selectSubmissionRows(ctx, {
+        where: after ? and(whereSql, sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`)! : whereSql,
+        orderBy, limit, offset: after ? 0 : offset,
+      });
+      for (const r of page) {
+        if (sent === wanted) {
+          more = true;
+          return;
+        }
+        sent += 1;
+        lastId = r.instanceId;
+        yield rowOf(r);
+      }
+      if (page.length < limit) return;
+      if (custom) offset += page.length;
+      else after = { createdAt: page[page.length - 1]!.createdAt.toISOString(), id: page[page.length - 1]!.id };
+    }
+  }
+  const pageUrl = `${input.serviceUrl}/${resource.table.name}`;
+  return envelope(context, rows(), () => ({
+    nextLink: !more ? null : custom ? nextLink(pageUrl, q, { skip: q.skip + wanted }) : nextLink(pageUrl, q, { skiptoken: encodeSkiptoken({ instanceId: lastId }) }),
+    count,
+  }));
+}
+
+/** A repeat row's fields for `$filter`/`$orderby`: its own leaves, `__id`, and `$root/Submissions/__system/…`. */
+function repeatResolver(table: ODataTable, row: { [k: string]: Json }, meta: SubmissionDataRow): RowResolver {
+  const leaves = leavesOf(table.children);
+  return (path) => {
+    if (path === '__id') return { type: 'text', value: row.__id as string };
+    if (path.startsWith('__system/') || path === '__id') {
+      const m: Record<string, RowValue> = {
+        '__system/submissionDate': { type: 'time', value: meta.createdAt.getTime() },
+        '__system/updatedAt': { type: 'time', value: meta.updatedAt?.getTime() ?? null },
+        '__system/submitterId': { type: 'number', value: meta.submitterId },
+        '__system/reviewState': { type: 'text', value: meta.reviewState },
+        '__system/deletedAt': { type: 'time', value: meta.deletedAt?.getTime() ?? null },
+      };
+      return m[path] ?? null;
+    }
+    const leaf = findLeaf(leaves, path);
+    if (!leaf) return null;
+    let v: Json = row;
+    for (const p of path.split('/').slice(0, leaf.part != null ? -1 : undefined)) v = v != null && typeof v === 'object' && !Array.isArray(v) ? (v as { [k: string]: Json })[p] ?? null : null;
+    if (leaf.part != null) {
+      const coords = v != null && typeof v === 'object' && 'coordinates' in v ? (v.coordinates as number[]) : null;
+      const acc = v != null && typeof v === 'object' && 'properties' in v ? ((v.properties as { accuracy?: number }).accuracy ?? null) : null;
+      const parts = [coords?.[1], coords?.[0], coords?.[2], acc];
+      return { type: 'number', value: parts[leaf.part] ?? null };
+    }
+    if (v == null) return rowValue(kindOf(leaf.node.type), null);
+    if (typeof v === 'number') return { type: 'number', value: v };
+    return rowValue(kindOf(leaf.node.type), typeof v === 'string' ? v : JSON.stringify(v));
+  };
+}
+
+async function repeatFeed(
+  ctx: Ctx, feed: Feed, q: FeedQuery, resource: Resource, builder: RowBuilder, shape: (r: { [k: string]: Json }) => { [k: string]: Json },
+  context: string, base: SQL[], input: FeedInput,
+): Promise<ReadableStream<Uint8Array>> {
+  const table = resource.table;
+  const chain = repeatChainFn(feed.model)(table.repeat!.path);
+  const filter = q.filter ? parseODataFilter(q.filter) : null;
+  const where = [...base, isNull(submissions.deletedAt), eq(submissionDefs.encrypted, false)];
+  if (resource.instanceId != null) where.push(eq(submissions.instanceId, resource.instanceId));
+  const whereSql = and(...where)!;
+  const now = Date.now();
+  // Check `$orderby` fields up front (501.5), on an empty row.
+  if (q.orderby.length > 0) for (const o of q.orderby) if (!findLeaf(leavesOf(table.children), o.path) && !['__id', '__system/submissionDate', '__system/updatedAt', '__system/submitterId', '__system/reviewState'].includes(o.path)) {
+    throw new Problem(501.5, `The given OData filter expression references fields not supported by this server: ${o.path}`, { text: o.path });
+  }
+
+  /** Every matching row, in submission order then document order. */
+  async function* all(): AsyncGenerator<{ row: { [k: string]: Json }; meta: SubmissionDataRow }> {
+    let after: { createdAt: string; id: number } | null = null;
+    for (;;) {
+      const page = await selectSubmissionRows(ctx, {
+        where: after ? and(whereSql, sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`)! : whereSql,
+        orderBy: [desc(submissions.createdAt), desc(submissions.id)], limit: BATCH,
+      });
+      for (const r of page) {
+        let parent: { index: number[] } | undefined;
+        if (resource.instanceId != null) {
+          parent = { index: [] };
+          const inst = builder.instance(r.values);
+          for (let k = 0; k < resource.keys.length; k += 1) {
+            const i = inst.instances(chain[k]!, parent.index).find((x) => repeatRowId(r.instanceId, chain[k]!, chain.slice(0, k + 1), [...parent!.index, x]) === resource.keys[k]);
+            if (i == null) throw problems.user.notFound();
+            parent.index.push(i);
+          }
+        }
+        for (const row of builder.tableRows(table, r.instanceId, r.values, parent)) {
+          if (filter && !evaluateFilter(filter as ODataToken, repeatResolver(table, row, r), now)) continue;
+          yield { row, meta: r };
+        }
+      }
+      if (page.length < BATCH) return;
+      after = { createdAt: page[page.length - 1]!.createdAt.toISOString(), id: page[page.length - 1]!.id };
+    }
+  }
+
+  let source: AsyncGenerator<{ row: { [k: string]: Json }; meta: SubmissionDataRow }> = all();
+  if (q.orderby.length > 0) {
+    // Sorting needs every matching row: bounded by the table, not by a batch (documented limit).
+    const buffered: Array<{ row: { [k: string]: Json }; meta: SubmissionDataRow }> = [];
+    for await (const x of source) buffered.push(x);
+    const keyOf = (x: { row: { [k: string]: Json }; meta: SubmissionDataRow }, path: string) => repeatResolver(table, x.row, x.meta)(path)?.value ?? null;
+    buffered.sort((a, b) => {
+      for (const o of q.orderby) {
+        const x = keyOf(a, o.path);
+        const y = keyOf(b, o.path);
+        if (x === y) continue;
+        if (x == null) return 1;
+        if (y == null) return -1;
+        return (x < y ? -1 : 1) * (o.desc ? -1 : 1);
+      }
+      return 0;
+    });
+    source = (async function* () { yield* buffered; })();
+  }
+
+  // Position at the skiptoken before answering, so a vanished row is a 400.34, not a broken stream.
+  const repeatId = q.skiptoken ? q.skiptoken.repeatId : undefined;
+  let before = 0;
+  if (q.skiptoken) {
+    let found = false;
+    if (typeof repeatId === 'string') {
+      for await (const x of source) {
+        before += 1;
+        if (x.row.__id === repeatId) {
+          found = true;
+          break;
+        }
+      }
+    }
+    if (!found) throw new Problem(400.34, 'Record associated with the provided $skiptoken not found.');
+  }
+  const wanted = q.top ?? Infinity;
+  let skipped = 0;
+  let sent = 0;
+  let total = 0;
+  let lastId: string | null = null;
+  let more = false;
+  const counted = q.count;
+  async function* rows() {
+    for await (const x of source) {
+      total += 1;
+      if (skipped < q.skip) {
+        skipped += 1;
+        continue;
+      }
+      if (sent >= wanted) {
+        more = true;
+        if (!counted) return;
+        continue;
+      }
+      sent += 1;
+      lastId = x.row.__id as string;
+      yield shape(x.row);
+    }
+  }
+  const pageUrl = `${input.serviceUrl}/${input.resource}`;
+  return envelope(context, rows(), () => ({
+    nextLink: !more ? null : q.orderby.length > 0 ? nextLink(pageUrl, q, { skip: q.skip + wanted }) : nextLink(pageUrl, q, { skiptoken: encodeSkiptoken({ repeatId: lastId }) }),
+    // With a skiptoken the count is still the whole (filtered) table's, as on Submissions.
+    count: counted ? before + total : null,
+  }));
+}

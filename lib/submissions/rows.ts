@@ -1,0 +1,75 @@
+import { eq, sql, type SQL } from 'drizzle-orm';
+import { actors, formDefs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
+import type { Ctx } from '../context';
+import type { SubmissionValue } from '../xforms/types';
+
+/** A submission with its current version's values and the metadata every export and feed shows. */
+export interface SubmissionDataRow {
+  id: number;
+  instanceId: string;
+  createdAt: Date;
+  updatedAt: Date | null;
+  deletedAt: Date | null;
+  submitterId: number | null;
+  submitterName: string | null;
+  reviewState: string | null;
+  deviceId: string | null;
+  defId: number;
+  values: SubmissionValue[];
+  encrypted: boolean;
+  formVersion: string;
+  /** Number of versions after the first. */
+  edits: number;
+  /** Files the current version expects. */
+  expected: number;
+  /** Names of the files received for the current version, sorted. */
+  received: string[];
+}
+
+/**
+ * One page of submissions with their current version (CSV exports, OData feeds): a single query
+ * that joins the version, its form definition and the submitter, and counts edits and files.
+ * @param q where (over `submissions`, `submission_defs`), order, limit and optional offset.
+ * @returns rows in the given order. Reads only; runs outside any transaction (DESIGN rule 5).
+ */
+export async function selectSubmissionRows(ctx: Ctx, q: { where: SQL; orderBy: SQL[]; limit: number; offset?: number }): Promise<SubmissionDataRow[]> {
+  let query = ctx.db
+    .select({
+      id: submissions.id,
+      instanceId: submissions.instanceId,
+      createdAt: submissions.createdAt,
+      updatedAt: submissions.updatedAt,
+      deletedAt: submissions.deletedAt,
+      submitterId: submissions.submitterId,
+      submitterName: actors.displayName,
+      reviewState: submissions.reviewState,
+      deviceId: submissions.deviceId,
+      defId: submissionDefs.id,
+      values: submissionDefs.values,
+      encrypted: submissionDefs.encrypted,
+      formVersion: formDefs.version,
+      edits: sql<number>`(select count(*) - 1 from ${submissionDefs} d2 where d2.submission_id = ${submissions.id})`.mapWith(Number),
+      expected: sql<number>`(select count(*) from ${submissionAttachments} a where a.submission_def_id = ${submissionDefs.id})`.mapWith(Number),
+      received: sql<string[]>`coalesce((select jsonb_agg(a.name order by a.name) from ${submissionAttachments} a where a.submission_def_id = ${submissionDefs.id} and a.blob_id is not null), '[]'::jsonb)`,
+    })
+    .from(submissions)
+    .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
+    .innerJoin(formDefs, eq(formDefs.id, submissionDefs.formDefId))
+    .leftJoin(actors, eq(actors.id, submissions.submitterId))
+    .where(q.where)
+    .orderBy(...q.orderBy)
+    .limit(q.limit)
+    .$dynamic();
+  if (q.offset) query = query.offset(q.offset);
+  return query;
+}
+
+/**
+ * Status of an encrypted row: `missingEncryptedFormData` until its encrypted XML file has arrived,
+ * then `notDecrypted` (decryption is a later issue). null for plain rows. Pure.
+ */
+export function encryptionStatus(row: Pick<SubmissionDataRow, 'encrypted' | 'values' | 'received'>): 'notDecrypted' | 'missingEncryptedFormData' | null {
+  if (!row.encrypted) return null;
+  const file = row.values.find((v) => v.path === '/encryptedXmlFile')?.value.trim();
+  return file != null && row.received.includes(file) ? 'notDecrypted' : 'missingEncryptedFormData';
+}
