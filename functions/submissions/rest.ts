@@ -4,7 +4,6 @@ import { isExtended, newApp, success, type AppEnv } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
 import { projectId, stringParam } from '../../lib/http/params';
 import { blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
-import { problems } from '../../lib/problem';
 import * as attachments from '../../lib/submissions/attachments';
 import * as comments from '../../lib/submissions/comments';
 import { createSubmission, updateSubmission } from '../../lib/submissions/ingest';
@@ -26,6 +25,8 @@ const moved = (c: C, to: string) => {
 };
 
 export const submissionRestRoutes = newApp();
+// Before `submissions/:instanceId` below, which would otherwise take 'submitters' for an instanceId.
+submissionRestRoutes.get(`${F}/submissions/submitters`, async (c) => c.json(await manage.listSubmitters(c.var.ctx, projectId(c), form(c))));
 for (const [prefix, draft] of [[`${F}/submissions`, false], [`${F}/draft/submissions`, true]] as const) {
   submissionRestRoutes
     .get(prefix, async (c) => c.json(await queries.listSubmissions(c.var.ctx, projectId(c), form(c), draft, isExtended(c))))
@@ -58,7 +59,6 @@ submissionRestRoutes.post('/v1/test/:token/projects/:projectId/forms/:xmlFormId/
 const S = `${F}/submissions/:instanceId`;
 const V = `${S}/versions/:versionId`;
 submissionRestRoutes
-  .get(`${F}/submissions/submitters`, async (c) => c.json(await manage.listSubmitters(c.var.ctx, projectId(c), form(c))))
   .put(S, async (c) => c.json(await updateSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), instanceId: inst(c), xml: await bodyBytes(c), ...client(c) })))
   .patch(S, async (c) => c.json(await manage.setReviewState(c.var.ctx, projectId(c), form(c), inst(c), await jsonBody(c))))
   .delete(S, async (c) => {
@@ -70,9 +70,7 @@ submissionRestRoutes
     return success(c);
   })
   // Web editing needs Enketo or Web Forms editing; until then, Central's "not supported" (issue 4).
-  .get(`${S}/edit`, () => {
-    throw problems.internal.notImplemented({ feature: 'submission editing' });
-  })
+  .get(`${S}/edit`, async (c) => manage.editSubmission(c.var.ctx, projectId(c), form(c), inst(c)))
   .get(`${S}/audits`, async (c) => c.json(await manage.listSubmissionAudits(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c))))
   .get(`${S}/diffs`, async (c) => c.json(await versions.diffVersions(c.var.ctx, projectId(c), form(c), inst(c))))
   .get(`${S}/comments`, async (c) => c.json(await comments.listComments(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c))))

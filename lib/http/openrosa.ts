@@ -15,7 +15,8 @@ export const openRosaHeaders = {
  * Token paths. Their errors are OpenRosaResponse XML and their responses carry the OpenRosa headers.
  */
 export function isOpenRosaPath(path: string): boolean {
-  return /\/(formList|manifest|submission)$/.test(path) || path.startsWith('/v1/test/');
+  // Under /v1/test/ the REST creation path (…/draft/submissions) answers JSON, as F/submissions does.
+  return /\/(formList|manifest|submission)$/.test(path) || (path.startsWith('/v1/test/') && !/\/submissions$/.test(path));
 }
 
 /** Paths that must carry `X-OpenRosa-Version: 1.0` (the documents, not file downloads). */

@@ -70,6 +70,17 @@ export async function restoreSubmission(ctx: Ctx, projectId: number, xmlFormId: 
 }
 
 /**
+ * Web editing of a submission (GET S/edit): needs Enketo or Web Forms editing, which this server
+ * does not have yet (issue 4). As Central, the form, the rights and the submission are checked first.
+ * @throws 404.1 unknown form or submission; 401.2/403.1 without submission.update; else always
+ *   501.1 (not supported). Reads only.
+ */
+export async function editSubmission(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string): Promise<never> {
+  await load(ctx, projectId, xmlFormId, instanceId, false, 'submission.update');
+  throw problems.internal.notImplemented({ feature: 'submission editing' });
+}
+
+/**
  * A submission's audit log, newest first (GET S/audits): every entry whose details name it
  * (submission.*, comment.create). Extended adds `actor` and `actee` (the Form).
  * @throws 404.1; 401.2/403.1 without submission.read.
