@@ -107,6 +107,8 @@ function operand(node: ODataToken, resolve: FilterFieldResolver, want: FilterTyp
       if (method === 'now' && (v.parameters ?? []).length === 0) return { sql: sql`now()`, type: 'time' };
       if (dateParts.has(method) && v.parameters?.length === 1) {
         const inner = operand(v.parameters[0]!, resolve, 'time');
+        // Only a time has a year: anything else would fail in SQL after the response had begun.
+        if (inner.type !== 'time') throw unsupportedExpression(node);
         return { sql: sql`extract(${sql.raw(method)} from ${inner.sql})`, type: 'number' };
       }
       throw unsupportedExpression(node);
@@ -136,6 +138,8 @@ function expr(node: ODataToken, resolve: FilterFieldResolver): SQL {
       const leftFirst = v.left!.type !== 'Literal';
       const a = operand(leftFirst ? v.left! : v.right!, resolve, null);
       const b = operand(leftFirst ? v.right! : v.left!, resolve, a.type);
+      // Two fields of different kinds (a time and a text…) have no SQL comparison: refused up front.
+      if (a.type != null && b.type != null && a.type !== b.type) throw unsupportedExpression(node);
       const [l, r] = leftFirst ? [a, b] : [b, a];
       return sql`(${l.sql} ${sql.raw(op)} ${r.sql})`;
     }
@@ -174,7 +178,8 @@ export function filterMembers(node: ODataToken): string[] {
  * @returns a boolean SQL fragment with every literal bound as a parameter.
  * @throws Problem 400.18 `{ reason }` when it does not parse or a literal does not fit the field's
  *   kind; 501.4 `{ at, type, text }` for syntax beyond the subset (functions other than
- *   now/year/month/day/hour/minute/second, lambdas, arithmetic…); 501.5 `{ at, text }` for a field
+ *   now/year/month/day/hour/minute/second, lambdas, arithmetic…, a date part of a non-time, a
+ *   comparison of two values of different kinds); 501.5 `{ at, text }` for a field
  *   that cannot be filtered on. Pure.
  */
 export function compileODataFilter(text: string | ODataToken, resolve: FilterFieldResolver): SQL {
