@@ -36,7 +36,7 @@ function parseKeyDetail(detail: string | undefined): { fields: string[]; values:
 /**
  * Maps a database error to the Problem Central answers for it, or returns null when it is not one
  * the client caused. 23505 unique → 409.3; 23503 foreign key → 400.14; 23502 not null → 400.2;
- * 22P02 bad input syntax → 400.11; 22001 too long → 400.13 (lib/db/errors per DESIGN rule 7).
+ * 22P02 bad input syntax, 22007/22008 bad or out-of-range date → 400.11; 22001 too long → 400.13 (lib/db/errors per DESIGN rule 7).
  * @param err anything thrown by a query. Pure: no side effects.
  */
 export function problemFromDbError(err: unknown): Problem | null {
@@ -64,6 +64,8 @@ export function problemFromDbError(err: unknown): Problem | null {
     case '23502':
       return problems.user.missingParameter({ field: pg.column ?? pg.column_name ?? 'unknown' });
     case '22P02':
+    case '22007': // invalid date/time format
+    case '22008': // date/time out of range (a filter on 2020-02-30)
       return new Problem(400.11, 'Invalid input data type.', { value: pg.detail ?? null, expected: 'valid input' });
     case '22001':
       return new Problem(400.13, 'The value provided is too long.', {});

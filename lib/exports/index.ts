@@ -10,7 +10,9 @@
  * cancels the stream, which stops the reads.
  */
 import { and, asc, desc, eq, inArray, isNotNull, isNull, ne, sql, type SQL } from 'drizzle-orm';
-import { actors, blobs, formDefs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
+import { blobs, formDefs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
+import { primed } from './primed';
+import { encryptionStatus, selectSubmissionRows, type SubmissionDataRow } from '../submissions/rows';
 import type { Ctx } from '../context';
 import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
 import type { SubmissionValue } from '../xforms/types';
@@ -60,22 +62,7 @@ interface Plan {
   tables: ExportTable[];
 }
 
-interface BatchRow {
-  id: number;
-  instanceId: string;
-  createdAt: Date;
-  submitterId: number | null;
-  submitterName: string | null;
-  reviewState: string | null;
-  deviceId: string | null;
-  defId: number;
-  values: SubmissionValue[];
-  encrypted: boolean;
-  formVersion: string;
-  edits: number;
-  expected: number;
-  received: string[];
-}
+type BatchRow = SubmissionDataRow;
 
 /**
  * The exported submissions in batches (keyset paging: no cursor, no open transaction): newest
@@ -85,32 +72,13 @@ interface BatchRow {
 async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc' = 'desc'): AsyncGenerator<BatchRow[]> {
   let after: { createdAt: string; id: number } | null = null;
   for (;;) {
-    const page: BatchRow[] = await ctx.db
-      .select({
-        id: submissions.id,
-        instanceId: submissions.instanceId,
-        createdAt: submissions.createdAt,
-        submitterId: submissions.submitterId,
-        submitterName: actors.displayName,
-        reviewState: submissions.reviewState,
-        deviceId: submissions.deviceId,
-        defId: submissionDefs.id,
-        values: submissionDefs.values,
-        encrypted: submissionDefs.encrypted,
-        formVersion: formDefs.version,
-        edits: sql<number>`(select count(*) - 1 from ${submissionDefs} d2 where d2.submission_id = ${submissions.id})`.mapWith(Number),
-        expected: sql<number>`(select count(*) from ${submissionAttachments} a where a.submission_def_id = ${submissionDefs.id})`.mapWith(Number),
-        received: sql<string[]>`coalesce((select jsonb_agg(a.name order by a.name) from ${submissionAttachments} a where a.submission_def_id = ${submissionDefs.id} and a.blob_id is not null), '[]'::jsonb)`,
-      })
-      .from(submissions)
-      .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
-      .innerJoin(formDefs, eq(formDefs.id, submissionDefs.formDefId))
-      .leftJoin(actors, eq(actors.id, submissions.submitterId))
-      .where(after ? and(where, order === 'desc'
+    const page = await selectSubmissionRows(ctx, {
+      where: after ? and(where, order === 'desc'
         ? sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`
-        : sql`(${submissions.createdAt}, ${submissions.id}) > (${after.createdAt}::timestamptz, ${after.id})`) : where)
-      .orderBy(...(order === 'desc' ? [desc(submissions.createdAt), desc(submissions.id)] : [asc(submissions.createdAt), asc(submissions.id)]))
-      .limit(BATCH);
+        : sql`(${submissions.createdAt}, ${submissions.id}) > (${after.createdAt}::timestamptz, ${after.id})`)! : where,
+      orderBy: order === 'desc' ? [desc(submissions.createdAt), desc(submissions.id)] : [asc(submissions.createdAt), asc(submissions.id)],
+      limit: BATCH,
+    });
     if (page.length === 0) return;
     yield page;
     if (page.length < BATCH) return;
@@ -121,19 +89,21 @@ async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc' = 'desc'): A
 
 const encoder = new TextEncoder();
 
-/** Status of an encrypted row (fact 3): whether its encrypted XML file arrived. */
-function encryptedStatus(row: BatchRow): string {
-  const file = row.values.find((v) => v.path === '/encryptedXmlFile')?.value.trim();
-  return file != null && row.received.includes(file) ? 'not decrypted' : 'missing encrypted form data';
-}
+/** Status of an encrypted row in the CSV (fact 3): Central's words for it. */
+const encryptedStatus = (row: BatchRow): string =>
+  (encryptionStatus(row) === 'notDecrypted' ? 'not decrypted' : 'missing encrypted form data');
 
-/** The CSV text of one table, header first, one chunk per batch. */
+/**
+ * The CSV text of one table, one chunk per batch; the header travels with the first batch, so
+ * reading the first chunk runs the first query (lib/http/primed).
+ */
 async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerator<Uint8Array> {
   const root = table.repeatPath == null;
   const header = root ? ['SubmissionDate', ...table.columns.map((c) => c.header), ...META_COLUMNS] : [...table.columns.map((c) => c.header), 'PARENT_KEY', 'KEY'];
-  yield encoder.encode(csvLine(header));
+  let pending = csvLine(header);
   for await (const page of batches(ctx, plan.where)) {
-    let text = '';
+    let text = pending;
+    pending = '';
     for (const row of page) {
       if (!root) {
         // Encrypted rows have no readable data, so no repeat rows.
@@ -149,6 +119,7 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
     }
     if (text !== '') yield encoder.encode(text);
   }
+  if (pending !== '') yield encoder.encode(pending);
 }
 
 /**
@@ -247,7 +218,7 @@ async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft:
  */
 export async function exportCsv(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, query: ExportQuery): Promise<ExportFile> {
   const { form, plan } = await planExport(ctx, projectId, xmlFormId, draft, query);
-  return { fileName: `${form.xmlFormId}.csv`, contentType: 'text/csv; charset=utf-8', stream: pullStream(tableCsv(ctx, plan, plan.tables[0]!)) };
+  return { fileName: `${form.xmlFormId}.csv`, contentType: 'text/csv; charset=utf-8', stream: await primed(pullStream(tableCsv(ctx, plan, plan.tables[0]!))) };
 }
 
 /**
@@ -265,6 +236,6 @@ export async function exportZip(ctx: Ctx, projectId: number, xmlFormId: string, 
   return {
     fileName: query.attachments ? `${form.xmlFormId}.zip` : `${form.xmlFormId}.csv.zip`,
     contentType: 'application/zip',
-    stream: zipStream(entries()),
+    stream: await primed(zipStream(entries())),
   };
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 /**
  * CSV/ZIP exports beyond the captured layouts: `$filter` (Central's subset and its errors, with
  * Central's exact bodies), rights, draft variants, POST variants, trashed submissions and
@@ -282,6 +283,19 @@ describe('variants', () => {
       const res = await h.get(`${F(h, 'binaryType')}/submissions.csv.zip?attachments=${value}`, { as: 'bob' });
       expect(res.headers.get('content-disposition'), value).toBe('attachment; filename="binaryType.zip"; filename*=UTF-8\'\'binaryType.zip');
       expect(readZip(await bodyBytes(res)), value).toHaveLength(5);
+    }
+  });
+});
+
+describe('errors of the first database read are proper responses', () => {
+  test('a date PostgreSQL refuses (2020-02-30) is a 400 JSON error, not a 200 that breaks off', async () => {
+    for (const file of ['submissions.csv', 'submissions.csv.zip']) {
+      // One harness each: the failed statement aborts the test's shared transaction (requests do not share one).
+      const h = await harness();
+      expect((await h.post(`/v1/projects/${h.projectId}/forms?publish=true`, { as: 'bob', body: readFileSync(new URL('../../../../shared/fixtures/forms/simple.xml', import.meta.url), 'utf8'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+      const res = await h.get(`/v1/projects/${h.projectId}/forms/simple/${file}?$filter=${encodeURIComponent('__system/submissionDate lt 2020-02-30')}`, { as: 'bob' });
+      expect(res.status, file).toBe(400);
+      expect(res.headers.get('content-type'), file).toMatch(/^application\/json/);
     }
   });
 });

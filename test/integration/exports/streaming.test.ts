@@ -112,7 +112,7 @@ describe('streaming exports', () => {
     }
     expect(pending).toBe('');
     expect(lines).toBe(COUNT + 1);
-    expect(chunks).toBeGreaterThanOrEqual(COUNT / 500 + 1); // the header, then one chunk per batch at least
+    expect(chunks).toBeGreaterThanOrEqual(COUNT / 500); // one chunk per batch at least (the header rides with the first)
     const row = parseCsv(`${last}\n`)[0]!;
     expect(row[row.length - 10]).toBe('s0'); // KEY
     expect(row[row.length - 4]).toBe('approved'); // ReviewState, read after the first chunk was delivered
@@ -167,7 +167,8 @@ describe('streaming exports', () => {
         const counting = countingDb(h.db);
         const ctx: Ctx = { ...systemCtx(h.deps), db: counting.db };
         const file = await (kind === 'csv' ? exportCsv : exportZip)(ctx, h.projectId, 'withrepeat', false, query);
-        const planned = counting.selects(); // the form, rights and layout: nothing of the rows yet
+        // The form, rights, layout and the first batch (read before answering, so its errors are proper ones).
+        const planned = counting.selects();
         const reader = file.stream.getReader();
         let received = 0;
         while (received < 2) {
@@ -181,7 +182,7 @@ describe('streaming exports', () => {
         await sleep(50);
         // No further batch was read after the cancel, and far from all of them (6) had been.
         expect(counting.selects(), kind).toBe(before);
-        expect(before - planned, kind).toBeGreaterThanOrEqual(1);
+        expect(before - planned, kind).toBeGreaterThanOrEqual(0);
         expect(before - planned, kind).toBeLessThanOrEqual(2);
       }
       // Through HTTP too; the transaction is still usable afterwards.
