@@ -41,10 +41,18 @@ export const ConfigSchema = z.object({
    */
   ALLOW_HTTP_AUTH: opt(bool),
   /**
+   * Trust `X-Forwarded-Proto: https` from the reverse proxy in front (nginx, a load balancer) as
+   * proof of HTTPS for Basic and cookie authentication. Off by default: without a proxy that sets
+   * (and strips) it, any client could send the header.
+   */
+  TRUST_PROXY: opt(bool),
+  /**
    * The public origin clients reach the server at (https://forms.example.org), used in OpenRosa
    * form lists and manifests. Unset: the origin of each request.
    */
   PUBLIC_URL: opt(z.string().url().transform((u) => u.replace(/\/+$/, ''))),
+  /** A built central-frontend folder the local server also serves (infra/local/ui.ts); unset: API only. */
+  UI_DIR: opt(z.string().min(1)),
   LOG_LEVEL: z.preprocess(blankToUndefined, z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info')),
   /** Largest binary upload (form definitions, attachments), bytes: OpenRosa's advertised 100 MB. */
   MAX_UPLOAD_BYTES: z.preprocess(blankToUndefined, z.coerce.number().int().positive().default(100_000_000)),

@@ -16,3 +16,4 @@ export * from './submission-attachments';
 export * from './comments';
 export * from './audits';
 export * from './blobs';
+export * from './user-preferences';

@@ -1,4 +1,4 @@
-/** Draft forms: F/draft, F/draft.xml, F/draft.xlsx, F/draft/attachments, F/draft/fields, F/draft/publish. */
+/** Draft forms: F/draft, F/draft.xml, F/draft.xlsx, F/draft/attachments, F/draft/fields, F/draft/publish; F[/draft]/dataset-diff. */
 import { isExtended, newApp, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
 import { projectId, stringParam } from '../../lib/http/params';
@@ -18,6 +18,8 @@ export const draftRoutes = newApp()
     throw problems.user.notFound();
   })
   .get(`${F}/draft`, async (c) => c.json(await forms.getDraft(c.var.ctx, projectId(c), id(c), isExtended(c))))
+  .get(`${F}/draft/dataset-diff`, async (c) => c.json(await forms.datasetDiff(c.var.ctx, projectId(c), id(c), true)))
+  .get(`${F}/dataset-diff`, async (c) => c.json(await forms.datasetDiff(c.var.ctx, projectId(c), id(c), false)))
   .post(`${F}/draft`, async (c) => {
     await forms.setDraft(c.var.ctx, projectId(c), id(c), await upload(c));
     return success(c);

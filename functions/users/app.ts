@@ -1,9 +1,10 @@
-/** Users group: users, sessions and App Users (the sub-route files carry no middleware; this app adds it once). */
+/** Users group: users, sessions, App Users, user preferences and configuration (the sub-route files carry no middleware; this app adds it once). */
 import { groupApp } from '../../lib/http/app';
 import { appUsersRoutes } from './app-users';
 import { sessionsRoutes } from './sessions';
+import { preferencesRoutes } from './preferences';
 import { usersRoutes } from './users';
 
-const app = groupApp().route('/', usersRoutes).route('/', sessionsRoutes).route('/', appUsersRoutes);
+const app = groupApp().route('/', usersRoutes).route('/', sessionsRoutes).route('/', appUsersRoutes).route('/', preferencesRoutes);
 
 export default app;

@@ -1,6 +1,7 @@
 /**
  * `npm start`: load the configuration, apply migrations, create the first administrator when
- * ADMIN_EMAIL/ADMIN_PASSWORD are set, then serve every group app on one port (8383 by default).
+ * ADMIN_EMAIL/ADMIN_PASSWORD are set, then serve every group app on one port (8383 by default),
+ * with Central's web UI in front when UI_DIR points at a central-frontend build.
  */
 import { serve } from '@hono/node-server';
 import { ConfigError } from '../../lib/config';
@@ -10,6 +11,7 @@ import { loadConfig, processEnv } from '../../lib/runtime/env';
 import { createNodeDeps } from '../../lib/runtime/node';
 import { ensureFirstAdmin } from '../../lib/users/admin-tasks';
 import { localApp } from './app';
+import { withUi } from './ui';
 
 async function main() {
   let config;
@@ -26,9 +28,11 @@ async function main() {
   await deps.database.migrate();
   const admin = await ensureFirstAdmin(systemCtx(deps));
   const app = withDeps(localApp(), () => ({ deps }));
-  const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, (info) => {
+  const fetch = withUi((request) => app.fetch(request), config.UI_DIR);
+  const server = serve({ fetch, port: config.PORT, hostname: config.HOST }, (info) => {
     const where = config.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite in ${config.DATA_DIR}/db`;
     console.log(`Fieldbase listening on http://${config.HOST}:${info.port} — database: ${where}; blobs: ${deps.blobs.kind}`);
+    if (config.UI_DIR) console.log(`Serving the web UI from ${config.UI_DIR} at http://${config.HOST}:${info.port}/`);
     if (admin === 'created') console.log(`Created the administrator ${config.ADMIN_EMAIL}.`);
     if (admin === 'none') {
       console.log('No users yet. Create the first administrator with:');

@@ -394,3 +394,15 @@ async function purgeOne(tx: Ctx, form: FormRow): Promise<void> {
   await tx.db.delete(forms).where(eq(forms.id, form.id));
   await tx.db.update(actees).set({ purgedAt: new Date() }).where(eq(actees.id, form.acteeId));
 }
+
+/**
+ * What publishing would change in Datasets (GET F/dataset-diff and F/draft/dataset-diff), which the
+ * UI shows before publishing: `[{ name, isNew, properties: [{ name, isNew, inForm }] }]`. Datasets
+ * are not stored yet (the entities work), so the list is empty; rights and 404s are Central's.
+ * @throws 404.1 unknown form (or no draft); 401.2/403.1 without form.read (draft: form.update).
+ */
+export async function datasetDiff(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean): Promise<unknown[]> {
+  if (draft) await loadDraft(ctx, projectId, xmlFormId, 'form.update');
+  else await canReadFormOrReject(ctx, await getFormOrNotFound(ctx, projectId, xmlFormId));
+  return [];
+}

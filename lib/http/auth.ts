@@ -13,14 +13,14 @@ export const SESSION_COOKIE = '__Host-session';
 export const CSRF_COOKIE = '__csrf';
 
 /**
- * Whether Basic or cookie authentication may be used on this request: HTTPS (the URL or a proxy's
- * `X-Forwarded-Proto: https`), or plain HTTP when ALLOW_HTTP_AUTH is on (the embedded default on
+ * Whether Basic or cookie authentication may be used on this request: HTTPS (the URL, or
+ * `X-Forwarded-Proto: https` from a proxy trusted by TRUST_PROXY), or plain HTTP when ALLOW_HTTP_AUTH is on (the embedded default on
  * loopback). Central answers 401.3 otherwise (central-problem-codes.md).
  */
 export function isSecureEnough(c: Context<AppEnv>, ctx: Ctx): boolean {
   if (ctx.config.ALLOW_HTTP_AUTH) return true;
   if (new URL(c.req.url).protocol === 'https:') return true;
-  return c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() === 'https';
+  return ctx.config.TRUST_PROXY === true && c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() === 'https';
 }
 
 function decodeBasic(value: string): { email: string; password: string } | null {

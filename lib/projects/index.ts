@@ -61,6 +61,7 @@ export const PutProjectInput = z.object({
     .array(z.object({
       xmlFormId: z.string(),
       state: z.enum(['open', 'closing', 'closed']).optional(),
+      webformsEnabled: z.boolean().optional(),
       assignments: z.array(z.object({ roleId: z.number().int(), actorId: z.number().int() })).optional(),
     }))
     .optional(),
@@ -261,6 +262,11 @@ async function putForms(tx: Ctx, project: ProjectRow, listed: PutForm[]): Promis
       await canOrReject(tx, 'form.update', formActee);
       await tx.db.update(forms).set({ state: f.state, updatedAt: new Date() }).where(eq(forms.id, form.id));
       await audit(tx, tx, 'form.update', form.acteeId, { data: { state: f.state } });
+    }
+    if (f.webformsEnabled != null && f.webformsEnabled !== form.webformsEnabled) {
+      await canOrReject(tx, 'form.update', formActee);
+      await tx.db.update(forms).set({ webformsEnabled: f.webformsEnabled, updatedAt: new Date() }).where(eq(forms.id, form.id));
+      await audit(tx, tx, 'form.update', form.acteeId, { data: { webformsEnabled: f.webformsEnabled } });
     }
     if (f.assignments != null) await replaceFormAssignments(tx, formActee, f.assignments);
   }

@@ -11,6 +11,7 @@ import { forgetSessions } from '../sessions/cache';
 import { problems } from '../problem';
 import { parseInput } from '../validation';
 import { checkPassword, hashPassword } from './passwords';
+import { preferencesOf } from './preferences';
 
 /** User JSON in Central's key order: email first, then the Actor fields. */
 export type UserJson = { email: string } & ActorJson;
@@ -136,7 +137,7 @@ export async function getCurrentUser(ctx: Ctx, extended: boolean): Promise<UserJ
   const json = userJson(actor, user);
   if (!extended) return json;
   const verbs = [...(await verbsOn(ctx, speciesActee(species.all)))];
-  return { verbs, preferences: { site: {}, projects: {} }, ...json };
+  return { verbs, preferences: await preferencesOf(ctx, me.id), ...json };
 }
 
 /**

@@ -26,7 +26,8 @@ const deferred: Array<[RegExp, string]> = [
   [/\.geojson$/, 'GeoJSON (not in the spec table; a later issue)'],
   [/submissions\.geojson/, 'GeoJSON (a later issue)'],
   [/\/public-links/, 'public links (a later issue)'],
-  [/\/dataset-diff|\/datasets/, 'entities and datasets (entities issue)'],
+  [/\/datasets/, 'entities and datasets (entities issue)'],
+  [/^(POST|DELETE) \/v1\/config\//, 'setting server configuration (read-only until configuration is stored)'],
   [/\.xlsx$|\.xls$/, 'spreadsheets are answered, as 404 until the XLSForm issue keeps them'],
 ];
 

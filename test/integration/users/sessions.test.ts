@@ -189,8 +189,16 @@ describe('HTTP Basic authentication', () => {
     }
   });
 
-  test('with ALLOW_HTTP_AUTH off: plain http → 401.3; X-Forwarded-Proto: https works', async () => {
-    const h = await harness({ ALLOW_HTTP_AUTH: false });
+  test('with ALLOW_HTTP_AUTH off: plain http → 401.3; X-Forwarded-Proto: https from a trusted proxy works', async () => {
+    const untrusted = await harness({ ALLOW_HTTP_AUTH: false });
+    const basic = { basic: [fixtureUsers.bob.email, fixtureUsers.bob.password] as [string, string] };
+    const spoofed = await untrusted.get(`/v1/projects/${untrusted.projectId}`, { as: basic, headers: { 'X-Forwarded-Proto': 'https' } });
+    expect(spoofed.status).toBe(401); // the header counts only with TRUST_PROXY
+    expect(await json(spoofed)).toEqual(HTTPS_ONLY);
+  });
+
+  test('with ALLOW_HTTP_AUTH off and TRUST_PROXY on: plain http → 401.3; X-Forwarded-Proto: https works', async () => {
+    const h = await harness({ ALLOW_HTTP_AUTH: false, TRUST_PROXY: true });
     const creds = { basic: [fixtureUsers.bob.email, fixtureUsers.bob.password] as [string, string] };
     const plain = await h.get(`/v1/projects/${h.projectId}`, { as: creds });
     expect(plain.status).toBe(401);
@@ -266,7 +274,7 @@ describe('cookie authentication', () => {
   });
 
   test('with ALLOW_HTTP_AUTH off the cookie is ignored over plain http, honoured behind https', async () => {
-    const h = await harness({ ALLOW_HTTP_AUTH: false });
+    const h = await harness({ ALLOW_HTTP_AUTH: false, TRUST_PROXY: true });
     const res = await h.get('/v1/users/current', { as: { cookie: alice.token } });
     expect(res.status).toBe(401);
     expect(await json(res)).toEqual(AUTH_FAILED);
