@@ -96,8 +96,15 @@ const comparisonTypes = new Set(['EqualsExpression', 'NotEqualsExpression', 'Les
 export function evaluateFilter(node: ODataToken, row: RowResolver, now: number): boolean {
   const v = node.value as { left?: ODataToken; right?: ODataToken };
   switch (node.type) {
-    case 'AndExpression': return evaluateFilter(v.left!, row, now) && evaluateFilter(v.right!, row, now);
-    case 'OrExpression': return evaluateFilter(v.left!, row, now) || evaluateFilter(v.right!, row, now);
+    // Both sides always, so that a check on one row finds every error (no short-circuit).
+    case 'AndExpression': {
+      const l = evaluateFilter(v.left!, row, now);
+      return evaluateFilter(v.right!, row, now) && l;
+    }
+    case 'OrExpression': {
+      const l = evaluateFilter(v.left!, row, now);
+      return evaluateFilter(v.right!, row, now) || l;
+    }
     case 'NotExpression': return !evaluateFilter(node.value as ODataToken, row, now);
     case 'BoolParenExpression': return evaluateFilter(node.value as ODataToken, row, now);
     default: {

@@ -165,12 +165,17 @@ function expandSet(model: ODataModel, expand: FeedQuery['expand']): '*' | Set<st
 
 const encoder = new TextEncoder();
 
-/** The feed envelope (fact 19): value, @odata.context, @odata.nextLink, @odata.count. */
-function envelope(
+/**
+ * The feed envelope (fact 19): value, @odata.context, @odata.nextLink, @odata.count. The first row
+ * is read before the stream is returned, so that a failing first read (a date PostgreSQL refuses in
+ * `$filter`) is an error response rather than a 200 that breaks off.
+ */
+async function envelope(
   context: string,
   rows: AsyncGenerator<{ [k: string]: Json }>,
   trailer: () => { nextLink: string | null; count: number | null },
-): ReadableStream<Uint8Array> {
+): Promise<ReadableStream<Uint8Array>> {
+  let firstRead: IteratorResult<{ [k: string]: Json }> | null = await rows.next();
   let started = false;
   let first = true;
   let done = false;
@@ -181,7 +186,8 @@ function envelope(
       started = true;
       // Up to ~64 kB per chunk: fewer, larger writes.
       while (text.length < 65_536) {
-        const next = await rows.next();
+        const next = firstRead ?? await rows.next();
+        firstRead = null;
         if (next.done) {
           const t = trailer();
           text += `],"@odata.context":${JSON.stringify(context)}`;
@@ -265,8 +271,9 @@ export interface FeedInput {
  * @returns a stream of the JSON envelope (fact 19); errors that depend only on the request are
  *   thrown before the first byte.
  * @throws 404.1 unknown form, table or row; 401.2/403.1 without submission.read; 400.18, 501.4,
- *   501.5 bad `$filter`/`$orderby`; 400.23/400.24 bad `$select`; 400.34 a repeat `$skiptoken` whose
- *   row is gone; 400.35 malformed `$skiptoken`; 406.1; 501.1; 501.6; 501.11.
+ *   501.5 bad `$filter`/`$orderby`; 400.23/400.24 bad `$select`; 400.34 a `$skiptoken` whose row is
+ *   gone (on Submissions too, where Central answers an empty page); 400.35 malformed `$skiptoken`;
+ *   406.1; 501.1; 501.6; 501.11.
  */
 export async function odataFeed(ctx: Ctx, input: FeedInput): Promise<ReadableStream<Uint8Array>> {
   const q = readFeedQuery(input.query);
@@ -305,8 +312,9 @@ async function rootFeed(
     ? [...q.orderby.map((o) => {
       const field = resolve(o.path);
       if (!field) throw new Problem(501.5, `The given OData filter expression references fields not supported by this server: ${o.path}`, { text: o.path });
-      return o.desc ? sql`${field.sql} desc nulls last` : sql`${field.sql} asc nulls last`;
-    }), desc(submissions.id)]
+      // As Central (odataOrderBy): nulls first ascending, last descending; ties by id in the first term's direction.
+      return o.desc ? sql`${field.sql} desc nulls last` : sql`${field.sql} asc nulls first`;
+    }), q.orderby[0]!.desc ? desc(submissions.id) : asc(submissions.id)]
     : [desc(submissions.createdAt), desc(submissions.id)];
   if (q.skiptoken) {
     const id = q.skiptoken.instanceId;
@@ -392,40 +400,51 @@ async function repeatFeed(
   const table = resource.table;
   const chain = repeatChainFn(feed.model)(table.repeat!.path);
   const filter = q.filter ? parseODataFilter(q.filter) : null;
-  const where = [...base, isNull(submissions.deletedAt), eq(submissionDefs.encrypted, false)];
+  const where = [...base, eq(submissionDefs.encrypted, false)];
+  // As on Submissions, `$root/Submissions/__system/deletedAt` in the filter lets deleted submissions in.
+  if (!filter || !filterMembers(filter).includes('__system/deletedAt')) where.push(isNull(submissions.deletedAt));
   if (resource.instanceId != null) where.push(eq(submissions.instanceId, resource.instanceId));
   const whereSql = and(...where)!;
   const now = Date.now();
   // Check `$orderby` fields up front (501.5), on an empty row.
-  if (q.orderby.length > 0) for (const o of q.orderby) if (!findLeaf(leavesOf(table.children), o.path) && !['__id', '__system/submissionDate', '__system/updatedAt', '__system/submitterId', '__system/reviewState'].includes(o.path)) {
+  if (q.orderby.length > 0) for (const o of q.orderby) if (!findLeaf(leavesOf(table.children), o.path) && !['__id', '__system/submissionDate', '__system/updatedAt', '__system/submitterId', '__system/reviewState', '__system/deletedAt'].includes(o.path)) {
     throw new Problem(501.5, `The given OData filter expression references fields not supported by this server: ${o.path}`, { text: o.path });
+  }
+  // Check `$filter` up front too (501.4/501.5/400.18 do not depend on values), so it fails before the first byte.
+  if (filter) {
+    const blank = { createdAt: new Date(0), updatedAt: null, deletedAt: null, submitterId: null, reviewState: null } as SubmissionDataRow;
+    evaluateFilter(filter as ODataToken, repeatResolver(table, {}, blank), now);
+  }
+  // `Submissions('id')/…/repeat`: the submission and the rows on the way must exist (404.1, as Central).
+  let one: { row: SubmissionDataRow; parent: { index: number[] } } | null = null;
+  if (resource.instanceId != null) {
+    const [r] = await selectSubmissionRows(ctx, { where: whereSql, orderBy: [], limit: 1 });
+    if (!r) throw problems.user.notFound();
+    const parent = { index: [] as number[] };
+    const inst = builder.instance(r.values);
+    for (let k = 0; k < resource.keys.length; k += 1) {
+      const i = inst.instances(chain[k]!, parent.index).find((x) => repeatRowId(r.instanceId, chain[k]!, chain.slice(0, k + 1), [...parent.index, x]) === resource.keys[k]);
+      if (i == null) throw problems.user.notFound();
+      parent.index.push(i);
+    }
+    one = { row: r, parent };
   }
 
   /** Every matching row, in submission order then document order. */
   async function* all(): AsyncGenerator<{ row: { [k: string]: Json }; meta: SubmissionDataRow }> {
     let after: { createdAt: string; id: number } | null = null;
     for (;;) {
-      const page = await selectSubmissionRows(ctx, {
+      const page: SubmissionDataRow[] = one ? [one.row] : await selectSubmissionRows(ctx, {
         where: after ? and(whereSql, sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`)! : whereSql,
         orderBy: [desc(submissions.createdAt), desc(submissions.id)], limit: BATCH,
       });
       for (const r of page) {
-        let parent: { index: number[] } | undefined;
-        if (resource.instanceId != null) {
-          parent = { index: [] };
-          const inst = builder.instance(r.values);
-          for (let k = 0; k < resource.keys.length; k += 1) {
-            const i = inst.instances(chain[k]!, parent.index).find((x) => repeatRowId(r.instanceId, chain[k]!, chain.slice(0, k + 1), [...parent!.index, x]) === resource.keys[k]);
-            if (i == null) throw problems.user.notFound();
-            parent.index.push(i);
-          }
-        }
-        for (const row of builder.tableRows(table, r.instanceId, r.values, parent)) {
+        for (const row of builder.tableRows(table, r.instanceId, r.values, one?.parent)) {
           if (filter && !evaluateFilter(filter as ODataToken, repeatResolver(table, row, r), now)) continue;
           yield { row, meta: r };
         }
       }
-      if (page.length < BATCH) return;
+      if (one || page.length < BATCH) return;
       after = { createdAt: page[page.length - 1]!.createdAt.toISOString(), id: page[page.length - 1]!.id };
     }
   }
@@ -441,11 +460,13 @@ async function repeatFeed(
         const x = keyOf(a, o.path);
         const y = keyOf(b, o.path);
         if (x === y) continue;
-        if (x == null) return 1;
-        if (y == null) return -1;
+        // As on Submissions: nulls first ascending, last descending.
+        if (x == null) return o.desc ? 1 : -1;
+        if (y == null) return o.desc ? -1 : 1;
         return (x < y ? -1 : 1) * (o.desc ? -1 : 1);
       }
-      return 0;
+      // Ties: by submission in the first term's direction, then (stable sort) document order.
+      return a.meta.id === b.meta.id ? 0 : (a.meta.id < b.meta.id ? -1 : 1) * (q.orderby[0]!.desc ? -1 : 1);
     });
     source = (async function* () { yield* buffered; })();
   }
@@ -456,9 +477,10 @@ async function repeatFeed(
   if (q.skiptoken) {
     let found = false;
     if (typeof repeatId === 'string') {
-      for await (const x of source) {
+      // By hand, not `for await … break`: that would close the source, and the page after it would be empty.
+      for (let x = await source.next(); !x.done; x = await source.next()) {
         before += 1;
-        if (x.row.__id === repeatId) {
+        if (x.value.row.__id === repeatId) {
           found = true;
           break;
         }

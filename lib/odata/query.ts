@@ -1,7 +1,7 @@
 /**
  * OData query options for the submission feeds, validated as Central does (central-problem-codes.md
- * 400.23–400.35, 406.1, 501.1, 501.6, 501.11), plus what Fieldbase adds (named `$expand`, `$orderby`
- * on form fields). Pure.
+ * 400.23–400.35, 406.1, 501.1, 501.5 for `$orderby`, 501.6, 501.11), plus what Fieldbase adds
+ * (named `$expand`, `$orderby` on form fields). Pure.
  */
 import { Problem, problems } from '../problem';
 
@@ -58,7 +58,7 @@ export function encodeSkiptoken(value: Record<string, unknown>): string {
  * @param entries the query parameters in order (URLSearchParams entries).
  * @throws 501.1 `{ feature }` an unknown parameter, or `$orderby` with `$skiptoken`; 406.1 a
  *   non-JSON `$format`; 400.11 a bad `$top`/`$skip`; 400.35 a malformed `$skiptoken`; 501.11
- *   `$select` with `$expand`.
+ *   `$select` with `$expand`; 501.5 `{ text }` an `$orderby` direction other than asc/desc.
  */
 export function readFeedQuery(entries: Array<[string, string]>): FeedQuery {
   const q = new Map(entries);
@@ -69,9 +69,13 @@ export function readFeedQuery(entries: Array<[string, string]>): FeedQuery {
   if (q.has('$select') && q.has('$expand')) throw new Problem(501.11, "This server doesn't support $select query parameter with $expand.");
   const expandText = q.get('$expand');
   const orderby = (q.get('$orderby') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '').map((s) => {
-    const m = /^(\S+)(?:\s+(asc|desc))?$/i.exec(s);
-    if (!m) throw new Problem(400.18, `The OData filter expression you provided could not be parsed: ${s}`, { reason: s });
-    return { path: m[1]!, desc: (m[2] ?? '').toLowerCase() === 'desc' };
+    const m = /^(\S+)(?:\s+(\S+))?/.exec(s)!;
+    // As Central: a direction other than asc/desc is an unsupported field (501.5), named by itself.
+    if (m[2] != null && !/^(asc|desc)$/i.test(m[2])) {
+      throw new Problem(501.5, `The given OData filter expression references fields not supported by this server: ${m[2]}`, { text: m[2] });
+    }
+    // `$root/Submissions/__system/…` names the same field as `__system/…` (as in `$filter`).
+    return { path: m[1]!.replace(/^\$root\/Submissions\//, ''), desc: (m[2] ?? '').toLowerCase() === 'desc' };
   });
   return {
     top: q.has('$top') ? integer('$top', q.get('$top')!) : null,
