@@ -17,7 +17,7 @@ export { readAll } from './store';
  * row now refers to it), so a failed request leaves no orphaned blob. Must run inside withTx.
  */
 export async function storeBlob(ctx: Ctx, bytes: Uint8Array, contentType?: string | null): Promise<BlobRow> {
-  const { sha, md5 } = hashBytes(bytes);
+  const { sha, md5 } = await hashBytes(bytes);
   const inserted = await ctx.db
     .insert(blobs)
     .values({ sha, md5, size: bytes.byteLength, contentType: contentType ?? null })

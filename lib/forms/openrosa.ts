@@ -98,17 +98,49 @@ async function manifestFor(ctx: Ctx, defId: number, attachmentBase: string): Pro
  * manifest per form): a live form of a live project. The verbs prime the rights check.
  * @throws Problem 404.1.
  */
+/** The verbs the request's actor (placeholder `actorId`) holds on a form row and its project, as JSON. */
+const formVerbsSql = () => sql<string[]>`(select coalesce(jsonb_agg(distinct v.verb), '[]'::jsonb) from ${assignments}
+  inner join ${roles} on ${roles.id} = ${assignments.roleId}
+  cross join lateral jsonb_array_elements_text(${roles.verbs}) as v(verb)
+  where ${assignments.actorId} = ${sql.placeholder('actorId')}
+    and ${assignments.acteeId} in (${species.all}, ${species.form}, ${forms.acteeId}, ${projects.acteeId}))`;
+
+/**
+ * What an OpenRosa submission needs before it writes, in one prepared round trip: the live form
+ * and project, the actor's verbs on it (priming the rights check) and the id of the published
+ * definition with the submission's version (null when there is none).
+ * @throws Problem 404.1 unknown form or project. Reads only; runs outside the write transaction.
+ */
+export async function submissionTarget(ctx: Ctx, projectId: number, xmlFormId: string, version: string): Promise<LoadedForm & { defId: number | null }> {
+  const [row] = Number.isSafeInteger(projectId)
+    ? await prepared(ctx.db, 'submission_target', (d) => d
+      .select({
+        form: forms,
+        project: projects,
+        verbs: formVerbsSql(),
+        defId: sql<number | null>`(select fd.id from ${formDefs} fd where fd.form_id = ${forms.id} and fd.published_at is not null
+          and fd.version = ${sql.placeholder('version')} limit 1)`,
+      })
+      .from(forms)
+      .innerJoin(projects, eq(projects.id, forms.projectId))
+      .where(and(eq(projects.id, sql.placeholder('projectId')), isNull(projects.deletedAt),
+        eq(forms.xmlFormId, sql.placeholder('xmlFormId')), isNull(forms.deletedAt)))
+      .prepare('submission_target'))
+      .execute({ projectId, xmlFormId, version, actorId: ctx.auth.actor?.id ?? -1 })
+    : [];
+  if (!row) throw problems.user.notFound();
+  const loaded = { form: row.form, project: row.project };
+  primeVerbs(ctx, formActee(loaded), row.verbs);
+  return { ...loaded, defId: row.defId == null ? null : Number(row.defId) };
+}
+
 async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string): Promise<LoadedForm & { files: Array<{ name: string; md5: string }> }> {
   const [row] = Number.isSafeInteger(projectId)
     ? await prepared(ctx.db, 'live_form_verbs', (d) => d
       .select({
         form: forms,
         project: projects,
-        verbs: sql<string[]>`(select coalesce(jsonb_agg(distinct v.verb), '[]'::jsonb) from ${assignments}
-          inner join ${roles} on ${roles.id} = ${assignments.roleId}
-          cross join lateral jsonb_array_elements_text(${roles.verbs}) as v(verb)
-          where ${assignments.actorId} = ${sql.placeholder('actorId')}
-            and ${assignments.acteeId} in (${species.all}, ${species.form}, ${forms.acteeId}, ${projects.acteeId}))`,
+        verbs: formVerbsSql(),
         // The published definition's uploaded files, for the manifest (small: a form's media list).
         files: sql<Array<{ name: string; md5: string }>>`(select coalesce(jsonb_agg(jsonb_build_object('name', fa.name, 'md5', b.md5) order by fa.name), '[]'::jsonb)
           from ${formAttachments} fa inner join ${blobs} b on b.id = fa.blob_id where fa.form_def_id = ${forms.currentDefId})`,

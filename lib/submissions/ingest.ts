@@ -1,13 +1,14 @@
-import { and, eq, isNotNull } from 'drizzle-orm';
+import { and, eq, isNotNull, sql } from 'drizzle-orm';
 import {
-  formDefs, submissionAttachments, submissionDefs, submissions, type FormDefRow, type FormRow,
+  audits, formDefs, submissionAttachments, submissionDefs, submissions, type FormDefRow, type FormRow,
   type SubmissionDefRow, type SubmissionRow,
 } from '../../drizzle/schema';
 import { audit } from '../audits/log';
 import { storeBlob } from '../blobs';
 import { withTx, type Ctx } from '../context';
-import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound, formActee, type LoadedForm } from '../forms/queries';
-import { formByDraftToken } from '../forms/openrosa';
+import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound, formActee } from '../forms/queries';
+import { formByDraftToken, submissionTarget } from '../forms/openrosa';
+import { rawRows } from '../db/raw';
 import { problemFromDbError } from '../db/errors';
 import { problems } from '../problem';
 import { can, rejection } from '../authz/can';
@@ -63,21 +64,47 @@ async function publishedDefByVersion(ctx: Ctx, form: FormRow, version: string): 
   return def;
 }
 
-async function openRosaTarget(ctx: Ctx, input: OpenRosaSubmission, doc: SubmissionDocument): Promise<{ form: FormRow; def: FormDefRow; draft: boolean }> {
+/** What a version is written against: the definition's id and its fields (to read the XML with). */
+type DefRef = Pick<FormDefRow, 'id' | 'fields'>;
+
+/**
+ * Fields of published definitions by id. A published definition never changes, so its fields (a
+ * few hundred entries on big forms) are read once per process instead of once per submission.
+ */
+const publishedFields = new Map<number, FormDefRow['fields']>();
+const PUBLISHED_FIELDS_MAX = 500;
+
+async function publishedDef(ctx: Ctx, defId: number): Promise<DefRef> {
+  let fields = publishedFields.get(defId);
+  if (!fields) {
+    const [row] = await ctx.db.select({ fields: formDefs.fields }).from(formDefs).where(eq(formDefs.id, defId));
+    if (!row) throw problems.user.notFound();
+    fields = row.fields;
+    if (publishedFields.size >= PUBLISHED_FIELDS_MAX) publishedFields.delete(publishedFields.keys().next().value!);
+    publishedFields.set(defId, fields);
+  }
+  return { id: defId, fields };
+}
+
+/**
+ * The form and definition an OpenRosa submission goes to. Read before the write transaction: one
+ * prepared round trip (form, project, verbs, definition id) plus cached fields.
+ */
+async function openRosaTarget(ctx: Ctx, input: OpenRosaSubmission, doc: SubmissionDocument): Promise<{ form: FormRow; def: DefRef; draft: boolean }> {
   if (input.draft) {
     const { form, draft } = await formByDraftToken(ctx, input.draft.token, input.projectId, input.draft.xmlFormId);
     if (doc.xmlFormId !== form.xmlFormId) throw problems.user.notFound();
     return { form, def: draft, draft: true };
   }
-  const loaded: LoadedForm = await getFormOrNotFound(ctx, input.projectId, doc.xmlFormId);
+  const target = await submissionTarget(ctx, input.projectId, doc.xmlFormId, doc.version);
   // Central turns a rights failure into 401.2 on OpenRosa submission, so Collect asks for credentials.
-  if (!(await can(ctx, 'submission.create', formActee(loaded)))) {
+  if (!(await can(ctx, 'submission.create', formActee(target)))) {
     const p = rejection(ctx);
     throw p.code === 403.1 ? problems.user.authenticationFailed() : p;
   }
-  const def = await publishedDefByVersion(ctx, loaded.form, doc.version);
-  if (loaded.form.state === 'closed') throw problems.submission.notAcceptingSubmissions();
-  return { form: loaded.form, def, draft: false };
+  if (target.defId == null) throw problems.submission.formVersionNotFound({ formVersion: doc.version });
+  if (target.form.state === 'closed') throw problems.submission.notAcceptingSubmissions();
+  return { form: target.form, def: await publishedDef(ctx, target.defId), draft: false };
 }
 
 /** The version with this instanceID among the form's (draft or live) submissions, if any. */
@@ -102,15 +129,19 @@ async function lockSubmission(ctx: Ctx, submissionId: number): Promise<void> {
  * Stores the files the version expects (others are ignored, as Central does); with `audited`, one
  * `submission.attachment.update` per file, as Central logs media added to an existing version.
  */
-async function attachFiles(ctx: Ctx, form: FormRow, sub: SubmissionRow, def: SubmissionDefRow, expected: string[], files: SubmittedFile[], audited: boolean): Promise<void> {
+async function attachFiles(
+  ctx: Ctx, form: FormRow, sub: Pick<SubmissionRow, 'id' | 'instanceId'>, def: Pick<SubmissionDefRow, 'id'>, expected: string[], files: SubmittedFile[], audited: boolean,
+): Promise<void> {
   const wanted = new Set(expected);
   for (const file of files) {
     if (!wanted.has(file.name)) continue;
     const blob = await storeBlob(ctx, file.bytes, file.contentType);
-    const [before] = await ctx.db
-      .select({ blobId: submissionAttachments.blobId })
-      .from(submissionAttachments)
-      .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, file.name)));
+    const [before] = audited
+      ? await ctx.db
+        .select({ blobId: submissionAttachments.blobId })
+        .from(submissionAttachments)
+        .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, file.name)))
+      : [];
     await ctx.db
       .update(submissionAttachments)
       .set({ blobId: blob.id, contentType: file.contentType, updatedAt: new Date() })
@@ -125,7 +156,7 @@ async function attachFiles(ctx: Ctx, form: FormRow, sub: SubmissionRow, def: Sub
 }
 
 /** Inserts a version (current) with its expected-attachment rows. */
-async function insertDef(ctx: Ctx, sub: SubmissionRow, formDef: FormDefRow, parsed: ParsedSubmission, xml: string, instanceId: string, client: ClientInfo): Promise<SubmissionDefRow> {
+async function insertDef(ctx: Ctx, sub: SubmissionRow, formDef: DefRef, parsed: ParsedSubmission, xml: string, instanceId: string, client: ClientInfo): Promise<SubmissionDefRow> {
   const [def] = await ctx.db
     .insert(submissionDefs)
     .values({
@@ -150,18 +181,50 @@ async function insertDef(ctx: Ctx, sub: SubmissionRow, formDef: FormDefRow, pars
   return def!;
 }
 
-/** A new submission with its first version. Effects: rows; audit `submission.create`. */
+/**
+ * A new submission with its first version, its expected-attachment rows and its audit
+ * `submission.create`, in one statement (data-modifying CTEs): the hot path of every field team.
+ * The version's id is drawn first so the submission row can point at it; both foreign keys are
+ * checked at the end of the statement.
+ * @returns the new ids, or null when the (form, instanceID, draft) row already exists (a racing
+ *   or repeated POST: the caller answers as rule 1 says).
+ */
 async function createNew(
-  tx: Ctx, form: FormRow, formDef: FormDefRow, draft: boolean, parsed: ParsedSubmission, xml: string, instanceId: string, client: ClientInfo,
-): Promise<{ sub: SubmissionRow; def: SubmissionDefRow }> {
-  const [inserted] = await tx.db
-    .insert(submissions)
-    .values({ formId: form.id, instanceId, draft, submitterId: tx.auth.actor?.id ?? null, deviceId: client.deviceId, userAgent: client.userAgent })
-    .returning();
-  const def = await insertDef(tx, inserted!, formDef, parsed, xml, instanceId, client);
-  const [sub] = await tx.db.update(submissions).set({ currentDefId: def.id }).where(eq(submissions.id, inserted!.id)).returning();
-  await audit(tx, tx, 'submission.create', form.acteeId, { submissionId: sub!.id, instanceId, submissionDefId: def.id });
-  return { sub: sub!, def };
+  tx: Ctx, form: FormRow, formDef: DefRef, draft: boolean, parsed: ParsedSubmission, xml: string, instanceId: string, client: ClientInfo,
+): Promise<{ sub: { id: number; instanceId: string }; def: { id: number } } | null> {
+  const actorId = tx.auth.actor?.id ?? null;
+  const rows = await rawRows<{ id: number; def_id: number }>(tx.db, sql`
+    with ids as (select nextval(pg_get_serial_sequence('submission_defs', 'id')) as def_id),
+    s as (
+      insert into ${submissions} (form_id, instance_id, draft, submitter_id, device_id, user_agent, current_def_id)
+      select ${form.id}, ${instanceId}, ${draft}, ${actorId}, ${client.deviceId}, ${client.userAgent}, ids.def_id from ids
+      on conflict (form_id, instance_id, draft) do nothing
+      returning id, current_def_id
+    ),
+    d as (
+      insert into ${submissionDefs} (id, submission_id, form_def_id, instance_id, xml, md5, instance_name, submitter_id,
+        device_id, user_agent, current, encrypted, "values", root_values)
+      overriding system value
+      select s.current_def_id, s.id, ${formDef.id}, ${instanceId}, ${xml}, ${parsed.hash.md5}, ${parsed.instanceName}, ${actorId},
+        ${client.deviceId}, ${client.userAgent}, true, ${parsed.encryption != null}, ${JSON.stringify(parsed.values)}::jsonb,
+        ${JSON.stringify(rootValuesOf(parsed.values))}::jsonb
+      from s
+      returning id
+    ),
+    a as (
+      insert into ${submissionAttachments} (submission_def_id, name)
+      select d.id, x.name from d, jsonb_array_elements_text(${JSON.stringify(parsed.attachments)}::jsonb) as x(name)
+    ),
+    au as (
+      insert into ${audits} (actor_id, action, actee_id, details)
+      select ${tx.system ? null : actorId}, 'submission.create', ${form.acteeId},
+        jsonb_build_object('submissionId', s.id, 'instanceId', ${instanceId}::text, 'submissionDefId', s.current_def_id)
+      from s
+    )
+    select s.id, s.current_def_id as def_id from s`);
+  const row = rows[0];
+  if (!row) return null;
+  return { sub: { id: Number(row.id), instanceId }, def: { id: Number(row.def_id) } };
 }
 
 /**
@@ -170,7 +233,7 @@ async function createNew(
  * review state becomes `edited` (as Central). Effects: rows; audit `submission.update.version`.
  */
 async function addVersion(
-  tx: Ctx, form: FormRow, formDef: FormDefRow, old: { sub: SubmissionRow; def: SubmissionDefRow },
+  tx: Ctx, form: FormRow, formDef: DefRef, old: { sub: SubmissionRow; def: SubmissionDefRow },
   parsed: ParsedSubmission, xml: string, instanceId: string, client: ClientInfo, files: SubmittedFile[],
 ): Promise<{ sub: SubmissionRow; def: SubmissionDefRow }> {
   await tx.db.update(submissionDefs).set({ current: false }).where(eq(submissionDefs.id, old.def.id));
@@ -228,11 +291,20 @@ export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmissi
   // One parse: the tree read here is reused once the form version's fields are known.
   const doc = readSubmission(input.xml);
   const xml = decoder.decode(input.xml);
+  // Found and parsed before the transaction: the write transaction stays short.
+  const { form, def: formDef, draft } = await openRosaTarget(ctx, input, doc);
+  const parsed = parseSubmission(doc, formDef.fields);
+  const instanceId = parsed.instanceId ?? crypto.randomUUID();
+  checkIds(instanceId, parsed.deprecatedId);
   return retryOnDuplicate(ctx, () => withTx(ctx, async (tx) => {
-    const { form, def: formDef, draft } = await openRosaTarget(tx, input, doc);
-    const parsed = parseSubmission(doc, formDef.fields);
-    const instanceId = parsed.instanceId ?? crypto.randomUUID();
-    checkIds(instanceId, parsed.deprecatedId);
+    if (parsed.deprecatedId == null) {
+      // The common case first: a new submission in one statement; an existing one falls through.
+      const created = await createNew(tx, form, formDef, draft, parsed, xml, instanceId, input);
+      if (created) {
+        await attachFiles(tx, form, created.sub, created.def, parsed.attachments, input.files, false);
+        return 'created';
+      }
+    }
 
     let existing = await findVersion(tx, form.id, draft, instanceId);
     if (!existing && parsed.deprecatedId != null) {
@@ -260,9 +332,8 @@ export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmissi
       return 'attachments';
     }
 
-    const created = await createNew(tx, form, formDef, draft, parsed, xml, instanceId, input);
-    await attachFiles(tx, form, created.sub, created.def, parsed.attachments, input.files, false);
-    return 'created';
+    // Neither new nor found: the row that blocked the insert went away (rolled back); run again.
+    throw problems.user.uniquenessViolation({ fields: ['formId', 'instanceId', 'draft'], values: [String(form.id), instanceId, draft ? 't' : 'f'], table: 'submissions' });
   }));
 }
 
@@ -318,11 +389,12 @@ export async function createSubmission(ctx: Ctx, input: RestSubmission): Promise
     const parsed = parseSubmission(doc, formDef.fields);
     const instanceId = parsed.instanceId ?? crypto.randomUUID();
     checkIds(instanceId, parsed.deprecatedId);
-    if (await findVersion(tx, form.id, input.draft, instanceId)) {
-      // Central's message comes from the unique index; the same words whether or not a race got there first.
-      throw problems.user.uniquenessViolation({ fields: ['formId', 'instanceId', 'draft'], values: [String(form.id), instanceId, input.draft ? 't' : 'f'], table: 'submissions' });
-    }
-    const { sub, def } = await createNew(tx, form, formDef, input.draft, parsed, xml, instanceId, input);
+    // Central's message comes from the unique index; the same words whether or not a race got there first.
+    const duplicate = () => problems.user.uniquenessViolation({ fields: ['formId', 'instanceId', 'draft'], values: [String(form.id), instanceId, input.draft ? 't' : 'f'], table: 'submissions' });
+    if (await findVersion(tx, form.id, input.draft, instanceId)) throw duplicate();
+    const created = await createNew(tx, form, formDef, input.draft, parsed, xml, instanceId, input);
+    if (!created) throw duplicate();
+    const { sub, def } = (await findVersion(tx, form.id, input.draft, instanceId))!;
     return submissionJson(sub, def);
   });
 }

@@ -18,9 +18,11 @@ describe('tokens', () => {
     expect(isValidToken('A'.repeat(63))).toBe(false);
   });
 
-  test('hashes', () => {
+  test('hashes', async () => {
     expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
-    expect(hashBytes(new TextEncoder().encode('abc')).md5).toBe('900150983cd24fb0d6963f7d28e17f72');
+    const both = await hashBytes(new TextEncoder().encode('abc'));
+    expect(both.md5).toBe('900150983cd24fb0d6963f7d28e17f72');
+    expect(both.sha).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 });
 
