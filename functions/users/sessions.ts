@@ -1,4 +1,7 @@
-/** Sessions: log in (sets the session and CSRF cookies), restore, log out. */
+/**
+ * Sessions: log in (sets the session and CSRF cookies), restore, log out. Ending the session the
+ * request itself authenticated with (by cookie or Bearer) also clears both cookies, as Central does.
+ */
 import { newApp, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
 import { clearSessionCookies, setSessionCookies } from '../../lib/http/cookies';
@@ -14,11 +17,11 @@ export const sessionsRoutes = newApp()
   .get('/v1/sessions/restore', (c) => c.json(sessions.restoreSession(c.var.ctx)))
   .delete('/v1/sessions/current', async (c) => {
     await sessions.endCurrentSession(c.var.ctx);
-    if (c.var.ctx.auth.via === 'cookie') clearSessionCookies(c);
+    clearSessionCookies(c);
     return success(c);
   })
   .delete('/v1/sessions/:token', async (c) => {
     await sessions.endSession(c.var.ctx, stringParam(c, 'token'));
-    if (c.var.ctx.auth.session?.token === c.req.param('token') && c.var.ctx.auth.via === 'cookie') clearSessionCookies(c);
+    if (c.var.ctx.auth.session?.token === c.req.param('token')) clearSessionCookies(c);
     return success(c);
   });

@@ -54,8 +54,10 @@ export function uiHandler(uiDir: string): (request: Request) => Promise<Response
     if (path.includes('\0') || (target !== root && !target.startsWith(root + sep))) return new Response('Not found', { status: 404 });
     const file = await fileResponse(target, request.method);
     if (file) return file;
-    // A missing asset is a 404; any other path is a page of the single-page app.
-    if (extname(path) !== '' && !path.endsWith('.html')) return new Response('Not found', { status: 404, headers: { 'Content-Type': 'text/plain; charset=utf-8' } });
+    // A missing asset (a known static file type) is a 404; any other path is a page of the
+    // single-page app, dots included (`/projects/1/forms/household.v2` is a form's page).
+    const ext = extname(path).toLowerCase();
+    if (ext !== '.html' && TYPES[ext] != null) return new Response('Not found', { status: 404, headers: { 'Content-Type': 'text/plain; charset=utf-8' } });
     const page = FORM_PAGES.some((re) => re.test(path)) ? 'apps/forms/index.html' : 'index.html';
     return (await fileResponse(resolve(root, page), request.method)) ?? new Response('Not found', { status: 404 });
   };

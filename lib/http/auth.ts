@@ -40,9 +40,12 @@ function decodeBasic(value: string): { email: string; password: string } | null 
  * Builds `ctx.auth` from the request (authentication only; rights are checked by lib verbs).
  * Order: App User key in the URL (`/v1/key/{token}/…`: malformed → 401.2, unknown or not an App
  * User/public link → 403.1, as Central); `Authorization: Bearer` (unknown → 401.2); `Authorization:
- * Basic` (never a challenge; plain HTTP → 401.3; wrong → 401.2); the session cookie (failures leave
- * the request anonymous; non-GET needs the CSRF token as `X-CSRF-Token` or a JSON body `__csrf`,
- * else 401.2). No credentials: anonymous.
+ * Basic` (never a challenge; plain HTTP → 401.3; wrong → 401.2); the session cookie (ignored over
+ * plain HTTP and when unknown, leaving the request anonymous, as Central; a non-GET needs a CSRF
+ * proof, else 401.2: the token as `X-CSRF-Token` or a JSON body `__csrf`, or, as Central accepts,
+ * `X-Requested-With: XMLHttpRequest`, a header a cross-site page cannot send without a CORS
+ * preflight, which Fieldbase never grants; a token that is sent must match). No credentials:
+ * anonymous.
  * @throws Problem 401.2, 401.3, 403.1.
  */
 export async function authenticate(c: Context<AppEnv>, ctx: Ctx): Promise<void> {
@@ -84,7 +87,11 @@ export async function authenticate(c: Context<AppEnv>, ctx: Ctx): Promise<void> 
   const method = c.req.method;
   if (method !== 'GET' && method !== 'HEAD') {
     const sent = c.req.header('x-csrf-token') ?? (await csrfFromBody(c));
-    if (sent == null || sent === '' || sent !== found.session.csrf) throw problems.user.authenticationFailed();
+    if (sent != null && sent !== '') {
+      if (sent !== found.session.csrf) throw problems.user.authenticationFailed();
+    } else if (c.req.header('x-requested-with') !== 'XMLHttpRequest') {
+      throw problems.user.authenticationFailed();
+    }
   }
   ctx.auth = { actor: found.actor, session: found.session, via: 'cookie' };
 }

@@ -17,12 +17,15 @@ import { z } from 'zod';
 export { generateToken, isValidToken };
 export { forgetSessions } from './cache';
 
-/** Session JSON as POST /v1/sessions answers it (central-api.yaml, Logging in). */
+/**
+ * Session JSON as POST /v1/sessions answers it (central-api.yaml, Logging in), in Central's key
+ * order (its Session frame: token, csrf, expiresAt, createdAt).
+ */
 export interface SessionJson {
-  createdAt: string;
-  expiresAt: string;
   token: string;
   csrf: string;
+  expiresAt: string;
+  createdAt: string;
 }
 
 /** App User sessions never expire on their own (Central: year 9999); they end by revocation. */
@@ -41,7 +44,7 @@ export async function createSession(ctx: Ctx, actorId: number, expiresAt: Date):
     .insert(sessions)
     .values({ tokenHash: sha256Hex(token), actorId, csrf, expiresAt })
     .returning();
-  return { createdAt: row!.createdAt.toISOString(), expiresAt: row!.expiresAt.toISOString(), token, csrf };
+  return { token, csrf, expiresAt: row!.expiresAt.toISOString(), createdAt: row!.createdAt.toISOString() };
 }
 
 /**
@@ -135,13 +138,15 @@ export async function endCurrentSession(ctx: Ctx): Promise<void> {
 }
 
 /**
- * The current cookie session (GET /v1/sessions/restore), for a browser reloading the UI.
- * @returns SessionJson (its token is the one the cookie carries). @throws Problem 401.2 without one.
+ * The current cookie session (GET /v1/sessions/restore), for a browser reloading the UI:
+ * `{ createdAt, expiresAt }` only, as Central answers. The token stays in its HttpOnly cookie (page
+ * scripts never see it); the CSRF token is in the readable `__csrf` cookie.
+ * @throws 401.2 without a valid session cookie.
  */
-export function restoreSession(ctx: Ctx): SessionJson {
+export function restoreSession(ctx: Ctx): { createdAt: string; expiresAt: string } {
   const s = ctx.auth.session;
   if (ctx.auth.via !== 'cookie' || s == null) throw problems.user.authenticationFailed();
-  return { createdAt: s.createdAt.toISOString(), expiresAt: s.expiresAt.toISOString(), token: s.token, csrf: s.csrf };
+  return { createdAt: s.createdAt.toISOString(), expiresAt: s.expiresAt.toISOString() };
 }
 
 async function fieldKeyParents(ctx: Ctx, actorId: number): Promise<string[]> {

@@ -21,8 +21,8 @@ const where = (userId: number, projectId: number | null, name: string) =>
  * @param body `{ propertyValue: any JSON }`.
  * Effects: upserts a user_preferences row (no audit: Central logs preferences only as verbose
  *   `user.preference.update`, which the UI never reads; not written here).
- * @throws 400.23 `{ property: 'propertyValue' }` without it; 404.1 unknown project; 401.2/403.1
- *   anonymous or not a web user.
+ * @throws 400.23 `{ property: 'propertyValue' }` without it; 400.33 `{ expected, actual }` with
+ *   other keys beside it (Central); 404.1 unknown project; 401.2/403.1 anonymous or not a web user.
  */
 export async function setPreference(ctx: Ctx, projectId: number | null, name: string, body: unknown): Promise<void> {
   await withTx(ctx, async (tx) => {
@@ -30,6 +30,10 @@ export async function setPreference(ctx: Ctx, projectId: number | null, name: st
     if (projectId != null) await getProjectOrNotFound(tx, projectId);
     if (body == null || typeof body !== 'object' || !('propertyValue' in body)) {
       throw new Problem(400.23, "Could not find a property named 'propertyValue'", { property: 'propertyValue' });
+    }
+    const keys = Object.keys(body);
+    if (keys.length > 1) {
+      throw new Problem(400.33, `Expected properties: (propertyValue). Got (${keys.join(', ')}).`, { expected: ['propertyValue'], actual: keys });
     }
     const value = (body as { propertyValue: unknown }).propertyValue ?? null;
     const [found] = await tx.db.select({ id: userPreferences.id }).from(userPreferences).where(where(userId, projectId, name)).for('update');
