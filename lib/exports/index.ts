@@ -69,7 +69,7 @@ type BatchRow = SubmissionDataRow;
  * first (the CSV rows, fact 4), or oldest first (`asc`: the media entries, in the order Central's
  * capture has them, central-outputs/binaryType requests.json).
  */
-async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc' = 'desc'): AsyncGenerator<BatchRow[]> {
+async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc', rootOnly: boolean): AsyncGenerator<BatchRow[]> {
   let after: { createdAt: string; id: number } | null = null;
   for (;;) {
     const page = await selectSubmissionRows(ctx, {
@@ -78,6 +78,7 @@ async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc' = 'desc'): A
         : sql`(${submissions.createdAt}, ${submissions.id}) > (${after.createdAt}::timestamptz, ${after.id})`)! : where,
       orderBy: order === 'desc' ? [desc(submissions.createdAt), desc(submissions.id)] : [asc(submissions.createdAt), asc(submissions.id)],
       limit: BATCH,
+      rootOnly,
     });
     if (page.length === 0) return;
     yield page;
@@ -101,7 +102,8 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
   const root = table.repeatPath == null;
   const header = root ? ['SubmissionDate', ...table.columns.map((c) => c.header), ...META_COLUMNS] : [...table.columns.map((c) => c.header), 'PARENT_KEY', 'KEY'];
   let pending = csvLine(header);
-  for await (const page of batches(ctx, plan.where)) {
+  // The root table reads only the values outside repeats; a repeat table needs them all.
+  for await (const page of batches(ctx, plan.where, 'desc', table.repeatPath == null)) {
     let text = pending;
     pending = '';
     for (const row of page) {
@@ -127,7 +129,7 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
  * CSV rows; Central's capture has them so), each submission's files by name.
  */
 async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
-  for await (const page of batches(ctx, plan.where, 'asc')) {
+  for await (const page of batches(ctx, plan.where, 'asc', true)) {
     const defIds = page.filter((r) => !r.encrypted && r.received.length > 0).map((r) => r.defId);
     if (defIds.length === 0) continue;
     const files = await ctx.db

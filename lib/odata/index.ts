@@ -27,6 +27,8 @@ import { RowBuilder, repeatChainFn, repeatRowId, type Json, type SubmissionMeta 
 export { readFeedQuery } from './query';
 
 const BATCH = 500;
+/** Submissions rows per query on the root table: a `$top=1000` page in one round trip (+1 to see if more exist). */
+const ROOT_BATCH = 1000;
 const GEO_PARTS = ['latitude', 'longitude', 'altitude', 'accuracy'];
 
 interface Feed {
@@ -295,9 +297,11 @@ async function rootFeed(
 ): Promise<ReadableStream<Uint8Array>> {
   const resolve = rootResolver(feed.model);
   const rowOf = (r: SubmissionDataRow) => shape(builder.rootRow(metaOf(r), r.encrypted ? null : r.values));
+  // Without repeats a row needs only the values outside repeats (root_values: a fraction of the data).
+  const rootOnly = feed.model.tables.length === 1;
   if (resource.single) {
     const [row] = await selectSubmissionRows(ctx, {
-      where: and(...base, eq(submissions.instanceId, resource.instanceId!), isNull(submissions.deletedAt))!, orderBy: [], limit: 1,
+      where: and(...base, eq(submissions.instanceId, resource.instanceId!), isNull(submissions.deletedAt))!, orderBy: [], limit: 1, rootOnly,
     });
     if (!row) throw problems.user.notFound();
     return envelope(context, (async function* () { yield rowOf(row); })(), () => ({ nextLink: null, count: null }));
@@ -325,9 +329,14 @@ async function rootFeed(
     where.push(sql`(${submissions.createdAt}, ${submissions.id}) < (${at.createdAt.toISOString()}::timestamptz, ${at.id})`);
   }
   const whereSql = and(...where)!;
-  const count = q.count
-    ? Number((await ctx.db.select({ n: sql<number>`count(*)` }).from(submissions).innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId)).where(and(...where.slice(0, q.skiptoken ? -1 : undefined))))[0]!.n)
-    : null;
+  const countWhere = and(...where.slice(0, q.skiptoken ? -1 : undefined));
+  // Filters on system fields only: count the submissions table alone (an index-only scan).
+  const systemOnly = !filter || filterMembers(filter).every((m) => m === '__id' || m.startsWith('__system/'));
+  const count = !q.count
+    ? null
+    : systemOnly
+      ? Number((await ctx.db.select({ n: sql<number>`count(*)` }).from(submissions).where(countWhere))[0]!.n)
+      : Number((await ctx.db.select({ n: sql<number>`count(*)` }).from(submissions).innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId)).where(countWhere))[0]!.n);
   const wanted = q.top ?? Infinity;
   let more = false;
   let lastId: string | null = null;
@@ -336,10 +345,12 @@ async function rootFeed(
     let after: { createdAt: string; id: number } | null = null;
     let offset = q.skip;
     while (sent < wanted) {
-      const limit = Math.min(BATCH, wanted - sent + 1);
+      // One more row than asked on the last batch tells whether a next page exists.
+      const left = wanted - sent;
+      const limit = left <= ROOT_BATCH ? left + 1 : ROOT_BATCH;
       const page = await selectSubmissionRows(ctx, {
         where: after ? and(whereSql, sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`)! : whereSql,
-        orderBy, limit, offset: after ? 0 : offset,
+        orderBy, limit, offset: after ? 0 : offset, rootOnly,
       });
       for (const r of page) {
         if (sent === wanted) {

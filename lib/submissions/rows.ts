@@ -29,10 +29,17 @@ export interface SubmissionDataRow {
 /**
  * One page of submissions with their current version (CSV exports, OData feeds): a single query
  * that joins the version, its form definition and the submitter, and counts edits and files.
- * @param q where (over `submissions`, `submission_defs`), order, limit and optional offset.
+ * @param q where (over `submissions`, `submission_defs`), order, limit, optional offset; `rootOnly`:
+ *   `values` holds only the leaves outside repeats (from `root_values`, in no particular order).
  * @returns rows in the given order. Reads only; runs outside any transaction (DESIGN rule 5).
  */
-export async function selectSubmissionRows(ctx: Ctx, q: { where: SQL; orderBy: SQL[]; limit: number; offset?: number }): Promise<SubmissionDataRow[]> {
+export async function selectSubmissionRows(
+  ctx: Ctx,
+  q: { where: SQL; orderBy: SQL[]; limit: number; offset?: number; rootOnly?: boolean },
+): Promise<SubmissionDataRow[]> {
+  // The values outside repeats are a third of the data or less: when nothing inside a repeat is
+  // needed (a root table, a form without repeats), read `root_values` instead of every leaf.
+  const valuesColumn = q.rootOnly ? sql<SubmissionValue[]>`${submissionDefs.rootValues}` : sql<SubmissionValue[]>`${submissionDefs.values}`;
   let query = ctx.db
     .select({
       id: submissions.id,
@@ -45,7 +52,7 @@ export async function selectSubmissionRows(ctx: Ctx, q: { where: SQL; orderBy: S
       reviewState: submissions.reviewState,
       deviceId: submissions.deviceId,
       defId: submissionDefs.id,
-      values: submissionDefs.values,
+      values: valuesColumn,
       encrypted: submissionDefs.encrypted,
       formVersion: formDefs.version,
       edits: sql<number>`(select count(*) - 1 from ${submissionDefs} d2 where d2.submission_id = ${submissions.id})`.mapWith(Number),
@@ -61,7 +68,14 @@ export async function selectSubmissionRows(ctx: Ctx, q: { where: SQL; orderBy: S
     .limit(q.limit)
     .$dynamic();
   if (q.offset) query = query.offset(q.offset);
-  return query;
+  const rows = await query;
+  if (q.rootOnly) {
+    for (const r of rows) {
+      const root = r.values as unknown as Record<string, string>;
+      r.values = Object.keys(root).map((path) => ({ path, repeatIndex: [], value: root[path]! }));
+    }
+  }
+  return rows;
 }
 
 /**

@@ -7,6 +7,7 @@
  * form fields with `$skip` paging, `$select`, `$expand` (`*` and named), `$wkt`, the errors, the
  * draft feed, deleted submissions and rights.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { harness, json, type As, type Harness } from '../../helpers/harness';
 import {
@@ -654,3 +655,24 @@ describe('errors', () => {
   });
 });
 
+
+describe('paging at batch boundaries', () => {
+  test('$top equal to the read batch still gets a nextLink when more rows exist', async () => {
+    const h = await harness();
+    expect((await h.post(`/v1/projects/${h.projectId}/forms?publish=true`, { as: 'bob', body: readFileSync(new URL('../../../../shared/fixtures/forms/simple.xml', import.meta.url), 'utf8'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    const xml = readFileSync(new URL('../../../../shared/fixtures/submissions/simple.one.xml', import.meta.url), 'utf8');
+    for (let i = 0; i < 1002; i += 1) {
+      const r = await h.post(`/v1/projects/${h.projectId}/forms/simple/submissions`, { as: 'bob', body: xml.replace(/<instanceID>[^<]*</, `<instanceID>b${i}<`), headers: { 'Content-Type': 'application/xml' } });
+      expect(r.status).toBe(200);
+    }
+    for (const top of [500, 1000, 1001]) {
+      const page = (await (await h.get(`/v1/projects/${h.projectId}/forms/simple.svc/Submissions?$top=${top}&$select=__id`, { as: 'bob' })).json()) as { value: unknown[]; '@odata.nextLink'?: string };
+      expect(page.value, String(top)).toHaveLength(top);
+      expect(page['@odata.nextLink'], String(top)).toBeDefined();
+    }
+    const all = (await (await h.get(`/v1/projects/${h.projectId}/forms/simple.svc/Submissions?$top=1002&$count=true`, { as: 'bob' })).json()) as { value: unknown[]; '@odata.nextLink'?: string; '@odata.count': number };
+    expect(all.value).toHaveLength(1002);
+    expect(all['@odata.nextLink']).toBeUndefined();
+    expect(all['@odata.count']).toBe(1002);
+  }, 120_000);
+});

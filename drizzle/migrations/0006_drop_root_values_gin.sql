@@ -1,0 +1,1 @@
+DROP INDEX "submission_defs_root_values";
