@@ -17,8 +17,8 @@ import type { Ctx } from '../context';
 import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
 import type { SubmissionValue } from '../xforms/types';
 import { compileODataFilter, type FilterField } from './filter';
-import { csvLine, repeatRows, rootCells } from './rows';
-import { exportTables, selectTokens, type ExportOptions, type ExportTable } from './tables';
+import { csvLine, repeatRows } from './rows';
+import { cell, exportTables, selectTokens, type ExportOptions, type ExportTable } from './tables';
 import { zipStream, type ZipEntry } from './zip';
 
 export interface ExportQuery extends ExportOptions {
@@ -69,7 +69,7 @@ type BatchRow = SubmissionDataRow;
  * first (the CSV rows, fact 4), or oldest first (`asc`: the media entries, in the order Central's
  * capture has them, central-outputs/binaryType requests.json).
  */
-async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc', rootOnly: boolean): AsyncGenerator<BatchRow[]> {
+async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc', read: { rootOnly?: boolean; paths?: string[] }): AsyncGenerator<BatchRow[]> {
   let after: { createdAt: string; id: number } | null = null;
   for (;;) {
     const page = await selectSubmissionRows(ctx, {
@@ -78,7 +78,7 @@ async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc', rootOnly: b
         : sql`(${submissions.createdAt}, ${submissions.id}) > (${after.createdAt}::timestamptz, ${after.id})`)! : where,
       orderBy: order === 'desc' ? [desc(submissions.createdAt), desc(submissions.id)] : [asc(submissions.createdAt), asc(submissions.id)],
       limit: BATCH,
-      rootOnly,
+      ...read,
     });
     if (page.length === 0) return;
     yield page;
@@ -102,8 +102,12 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
   const root = table.repeatPath == null;
   const header = root ? ['SubmissionDate', ...table.columns.map((c) => c.header), ...META_COLUMNS] : [...table.columns.map((c) => c.header), 'PARENT_KEY', 'KEY'];
   let pending = csvLine(header);
-  // The root table reads only the values outside repeats; a repeat table needs them all.
-  for await (const page of batches(ctx, plan.where, 'desc', table.repeatPath == null)) {
+  // The root table asks PostgreSQL for just its columns' texts (and the encrypted file's name);
+  // a repeat table needs every value.
+  const paths = [...new Set(table.columns.map((c) => c.path)), '/encryptedXmlFile'];
+  const at = new Map(paths.map((p, i) => [p, i]));
+  const read = root ? { paths } : {};
+  for await (const page of batches(ctx, plan.where, 'desc', read)) {
     let text = pending;
     pending = '';
     for (const row of page) {
@@ -112,10 +116,12 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
         if (!row.encrypted) for (const cells of repeatRows(table, row.values, row.instanceId)) text += csvLine(cells);
         continue;
       }
-      const fields = row.encrypted ? table.columns.map(() => '') : rootCells(table, row.values);
+      const cells = row.cells!;
+      const fields = row.encrypted ? table.columns.map(() => '') : table.columns.map((c) => cell(c, cells[at.get(c.path)!]));
+      const status = row.encrypted ? encryptedStatus({ ...row, values: [{ path: '/encryptedXmlFile', repeatIndex: [], value: cells[paths.length - 1]! }] }) : '';
       text += csvLine([
         row.createdAt.toISOString(), ...fields, row.instanceId, row.submitterId == null ? '' : String(row.submitterId),
-        row.submitterName ?? '', String(row.received.length), String(row.expected), row.encrypted ? encryptedStatus(row) : '',
+        row.submitterName ?? '', String(row.received.length), String(row.expected), status,
         row.reviewState ?? '', row.deviceId ?? '', String(row.edits), row.formVersion,
       ]);
     }
@@ -129,7 +135,7 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
  * CSV rows; Central's capture has them so), each submission's files by name.
  */
 async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
-  for await (const page of batches(ctx, plan.where, 'asc', true)) {
+  for await (const page of batches(ctx, plan.where, 'asc', { paths: [] })) {
     const defIds = page.filter((r) => !r.encrypted && r.received.length > 0).map((r) => r.defId);
     if (defIds.length === 0) continue;
     const files = await ctx.db
