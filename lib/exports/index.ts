@@ -37,7 +37,7 @@ export interface ExportFile {
 }
 
 /** Rows per database round trip: bounds memory (≈ one batch of values) and keeps latency low. */
-const BATCH = 500;
+const BATCH = 250;
 
 const META_COLUMNS = ['KEY', 'SubmitterID', 'SubmitterName', 'AttachmentsPresent', 'AttachmentsExpected', 'Status', 'ReviewState', 'DeviceID', 'Edits', 'FormVersion'];
 
@@ -238,7 +238,8 @@ export async function exportCsv(ctx: Ctx, projectId: number, xmlFormId: string, 
 export async function exportZip(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, query: ExportQuery): Promise<ExportFile> {
   const { form, plan } = await planExport(ctx, projectId, xmlFormId, draft, query);
   async function* entries(): AsyncGenerator<ZipEntry> {
-    for (const table of plan.tables) yield { name: table.fileName, level: 6, data: tableCsv(ctx, plan, table) };
+    // Level 1: CSV still shrinks ~10x, at a fraction of level 6's CPU (the export's other big cost).
+    for (const table of plan.tables) yield { name: table.fileName, level: 1, data: tableCsv(ctx, plan, table) };
     if (query.attachments) yield* mediaEntries(ctx, plan);
   }
   return {

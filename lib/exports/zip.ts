@@ -8,7 +8,7 @@ import { Zip, ZipDeflate } from 'fflate';
 /** One file of the archive: its name and its bytes as they come. */
 export interface ZipEntry {
   name: string;
-  /** Deflate level: 6 for text, 1 for media that hardly compresses. */
+  /** Deflate level (1 fastest … 9 smallest); exports use 1 for CSV and media alike. */
   level: 1 | 6;
   data: AsyncIterable<Uint8Array>;
 }
