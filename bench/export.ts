@@ -1,0 +1,492 @@
+/**
+ * Streaming CSV exports at volume: the real local server (route table, authentication, the export
+ * in lib/exports) on a loopback port, one HTTP client in a worker thread downloading
+ * GET F/submissions.csv and GET F/submissions.csv.zip?attachments=false of the 250-question soak
+ * form (shared/fixtures/forms/central-e2e/soak) as an administrator (Bearer session).
+ *
+ * Seed: an administrator, one project, the soak form published and one App User through the API;
+ * then the submissions straight into the database through drizzle (a few hundred rows per
+ * statement, in a transaction per batch): a submissions row, its submission_defs row and
+ * current_def_id, as ingestion (lib/submissions/ingest.ts createNew) stores them: the XML
+ * (the submission template filled with random integers and a unique `uuid:` instanceID), its MD5,
+ * `values` in parseSubmission's shape and `root_values` (rootValuesOf), the App User as submitter,
+ * a deviceID and user agent, and distinct creation times 10 ms apart; GIN indexes are dropped for
+ * the load and built again after it, then VACUUM ANALYZE (PostgreSQL). No submission_attachments
+ * rows (the form has no binary field) and no audit rows (the export reads neither). Each batch's
+ * first row is checked against parseSubmission (values and MD5), so the fast path cannot drift
+ * from what ingestion stores.
+ *
+ * Runs: 10,000 submissions first, then the same form topped up to BENCH_N (100,000); at each size
+ * the CSV, then the ZIP. Per run: time to first body byte, total time, bytes, rows/s (submissions
+ * exported), MB/s and the process's peak RSS while the export streams (sampled every 50 ms from the
+ * client thread, so a busy server loop cannot hide a peak), with the baseline just before (after a
+ * full GC). The client thread is part of the process; it only counts bytes (CSV) or writes them to
+ * a temporary file (ZIP), so its share of the RSS is small and constant. Checks: the CSV has N + 1
+ * lines; the ZIP's central directory names only the root CSV, which inflates to the directory's
+ * size and CRC-32 and N + 1 lines.
+ * Targets (PostgreSQL, at 100,000): ≥ 20,000 rows/s, time to first byte < 1 s, peak RSS < 300 MB;
+ * the 10,000 row shows memory does not grow with N.
+ *
+ * Runs on DATABASE_URL when set (use a fresh database), else PGlite in memory (the targets are for
+ * PostgreSQL). BENCH_PROFILE=1 also samples the server thread's CPU (node:inspector) during the
+ * exports at BENCH_N and prints the hottest functions by self time.
+ *
+ *   createdb -h 127.0.0.1 -U postgres bench_export_x
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_export_x npx tsx bench/export.ts
+ *   dropdb -h 127.0.0.1 -U postgres bench_export_x
+ */
+import { serve } from '@hono/node-server';
+import { createHash, randomUUID } from 'node:crypto';
+import { closeSync, createReadStream, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
+import { Session } from 'node:inspector';
+import type { AddressInfo } from 'node:net';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { Worker } from 'node:worker_threads';
+import { createInflateRaw } from 'node:zlib';
+import { and, count, eq, sql } from 'drizzle-orm';
+import { formDefs, forms, submissionDefs, submissions } from '../drizzle/schema';
+import { localApp } from '../infra/local/app';
+import { systemCtx } from '../lib/context';
+import { createLogger } from '../lib/log';
+import { createProject } from '../lib/projects';
+import { withDeps } from '../lib/runtime/entry';
+import { loadConfig, processEnv } from '../lib/runtime/env';
+import { createFsBlobStore } from '../lib/runtime/fs-blobs';
+import { openDatabase } from '../lib/runtime/node';
+import { createUserTask, promoteUserTask } from '../lib/users/admin-tasks';
+import { parseSubmission, rootValuesOf } from '../lib/xforms/parse-submission';
+import type { FormField, SubmissionValue } from '../lib/xforms/types';
+
+const N = Number(process.env.BENCH_N ?? 100_000);
+const SMALL = Math.min(10_000, N);
+const PROFILE = process.env.BENCH_PROFILE === '1';
+/** Rows per INSERT statement (×13 parameters, well under PostgreSQL's 65,535). */
+const SEED_BATCH = 250;
+/** Batches in flight while seeding (PostgreSQL only; PGlite has one connection). */
+const SEED_CONCURRENCY = 4;
+const TARGET_ROWS_PER_S = 20_000;
+const TARGET_TTFB_MS = 1_000;
+const TARGET_RSS_MB = 300;
+const MB = 1024 * 1024;
+
+// A full GC before each export, so the RSS baseline is not the seeding's garbage.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+const tmp = join(tmpdir(), `fieldbase-bench-export-${process.pid}`);
+const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '4' }, { localServer: true });
+const database = await openDatabase(config, { pgliteDir: 'memory://' });
+await database.migrate();
+const db = database.db;
+const deps = { db, config, log: createLogger('silent'), blobs: createFsBlobStore(join(tmp, 'blobs')) };
+const ctx = systemCtx(deps);
+const app = withDeps(localApp(), () => ({ deps }));
+const idleRss = process.memoryUsage.rss();
+
+// ---------------------------------------------------------------------------------------------
+// The form and the admin (in-process requests through the same route table)
+
+const soakDir = new URL('../../shared/fixtures/forms/central-e2e/soak/', import.meta.url);
+const soakXml = readFileSync(new URL('250q-form.xml', soakDir), 'utf8');
+const template = readFileSync(new URL('250q-submission.template.xml', soakDir), 'utf8');
+const FORM_ID = '250_questions';
+
+const email = `bench-export-${Date.now()}@example.org`;
+await createUserTask(ctx, email, 'bench password 123');
+await promoteUserTask(ctx, email);
+let auth: Record<string, string> = {};
+const call = async (method: string, path: string, body?: BodyInit, headers: Record<string, string> = {}) => {
+  const res = await app.fetch(new Request(`http://127.0.0.1${path}`, { method, body, headers: { ...auth, ...headers } }));
+  if (res.status !== 200) throw new Error(`${method} ${path} → ${res.status}: ${await res.text()}`);
+  return res;
+};
+const session = (await (await call('POST', '/v1/sessions', JSON.stringify({ email, password: 'bench password 123' }), {
+  'Content-Type': 'application/json',
+})).json()) as { token: string };
+auth = { Authorization: `Bearer ${session.token}` };
+const project = await createProject(ctx, { name: `export bench ${Date.now()}` });
+const P = `/v1/projects/${project.id}`;
+await call('POST', `${P}/forms?publish=true`, soakXml, { 'Content-Type': 'application/xml' });
+const appUser = (await (await call('POST', `${P}/app-users`, JSON.stringify({ displayName: 'Bench device' }), {
+  'Content-Type': 'application/json',
+})).json()) as { id: number };
+const [form] = await db
+  .select({ id: forms.id, defId: forms.currentDefId, fields: formDefs.fields })
+  .from(forms)
+  .innerJoin(formDefs, eq(formDefs.id, forms.currentDefId))
+  .where(and(eq(forms.projectId, project.id), eq(forms.xmlFormId, FORM_ID)));
+if (!form || form.defId == null) throw new Error('the soak form did not publish');
+const fields = form.fields as FormField[];
+const formId = form.id;
+const formDefId = form.defId;
+
+// ---------------------------------------------------------------------------------------------
+// Fast submission rows: the template's placeholders, in document order, are exactly the leaf texts
+// they sit in, so a filled XML's `values` are the template's parsed values with the same fills.
+
+const pieces = template.split(/(\{\{uuid\}\}|\{\{randInt\}\})/);
+const skeleton = parseSubmission(template, fields).values;
+for (const v of skeleton) if (/\{\{.*\}\}.*\{\{/.test(v.value)) throw new Error(`two placeholders in one leaf: ${v.path}`);
+const placeholderCount = pieces.filter((p) => p === '{{uuid}}' || p === '{{randInt}}').length;
+if (skeleton.filter((v) => v.value.includes('{{')).length !== placeholderCount) throw new Error('a placeholder outside a leaf text');
+
+interface Generated {
+  instanceId: string;
+  xml: string;
+  md5: string;
+  values: SubmissionValue[];
+}
+
+function generate(): Generated {
+  const fills: string[] = [];
+  let xml = '';
+  for (const p of pieces) {
+    if (p === '{{uuid}}') fills.push(randomUUID());
+    else if (p === '{{randInt}}') fills.push(String(Math.floor(Math.random() * 1e6)));
+    else {
+      xml += p;
+      continue;
+    }
+    xml += fills[fills.length - 1];
+  }
+  let k = 0;
+  const values = skeleton.map((v) => (v.value.includes('{{')
+    ? { path: v.path, repeatIndex: v.repeatIndex, value: v.value.replace(/\{\{(uuid|randInt)\}\}/, () => fills[k++]!) }
+    : v));
+  return { instanceId: `uuid:${fills[0]}`, xml, md5: createHash('md5').update(xml).digest('hex'), values };
+}
+
+/** What ingestion would store for this XML must be what the fast path stores. */
+function check(g: Generated): void {
+  const parsed = parseSubmission(g.xml, fields);
+  if (parsed.instanceId !== g.instanceId || parsed.hash.md5 !== g.md5 || JSON.stringify(parsed.values) !== JSON.stringify(g.values)) {
+    throw new Error('the generated row differs from parseSubmission (instanceID, MD5 or values)');
+  }
+}
+
+const epoch = Date.now() - 86_400_000;
+let seeded = 0;
+
+/** Rows `from`..`to`-1: submissions, their first versions, then current_def_id, in one transaction. */
+async function seedBatch(from: number, to: number): Promise<void> {
+  const rows = Array.from({ length: to - from }, generate);
+  check(rows[0]!);
+  const at = (i: number) => new Date(epoch + (from + i) * 10);
+  // A failed multi-row INSERT's error carries every parameter (megabytes): keep the cause only.
+  await seedTx(rows, at).catch((err: unknown) => {
+    throw new Error(`seeding rows ${from}..${to - 1} failed: ${(err as { cause?: Error }).cause?.message ?? String(err).slice(0, 500)}`);
+  });
+}
+
+async function seedTx(rows: Generated[], at: (i: number) => Date): Promise<void> {
+  await db.transaction(async (tx) => {
+    const subs = await tx
+      .insert(submissions)
+      .values(rows.map((r, i) => ({
+        formId, instanceId: r.instanceId, draft: false, submitterId: appUser.id,
+        deviceId: 'collect:bench0123456789', userAgent: 'org.odk.collect.android/v2024.3.0 bench', createdAt: at(i),
+      })))
+      .returning({ id: submissions.id, instanceId: submissions.instanceId });
+    const idOf = new Map(subs.map((s) => [s.instanceId, s.id]));
+    const defs = await tx
+      .insert(submissionDefs)
+      .values(rows.map((r, i) => ({
+        submissionId: idOf.get(r.instanceId)!, formDefId, instanceId: r.instanceId, xml: r.xml, md5: r.md5,
+        instanceName: null, submitterId: appUser.id, deviceId: 'collect:bench0123456789',
+        userAgent: 'org.odk.collect.android/v2024.3.0 bench', current: true, encrypted: false, values: r.values, rootValues: rootValuesOf(r.values), createdAt: at(i),
+      })))
+      .returning({ id: submissionDefs.id });
+    if (defs.length !== rows.length) throw new Error('short insert');
+    await tx.execute(sql`update ${submissions} s set current_def_id = d.id from ${submissionDefs} d
+      where d.submission_id = s.id and s.id in ${subs.map((s) => s.id)}`);
+  });
+}
+
+/** Rows of db.execute on either driver (postgres.js: an array; PGlite: `{ rows }`). */
+const rowsOf = <T>(res: unknown): T[] => (Array.isArray(res) ? res : (res as { rows: T[] }).rows);
+
+/**
+ * The GIN indexes of the two tables (root_values: 250 keys a row) cost more to maintain row by row
+ * than everything else in the load, and more the larger they grow: a bulk load drops them and builds
+ * them again at the end, as any bulk load would (same definitions, so the same database after).
+ */
+async function dropGinIndexes(): Promise<string[]> {
+  const found = rowsOf<{ name: string; def: string }>(await db.execute(sql`select indexname as name, indexdef as def from pg_indexes
+    where schemaname = current_schema() and tablename in ('submissions', 'submission_defs') and indexdef ilike '% using gin %'`));
+  for (const i of found) await db.execute(sql.raw(`drop index "${i.name}"`));
+  return found.map((i) => i.def);
+}
+
+async function seedTo(total: number): Promise<number> {
+  const t = performance.now();
+  const gin = await dropGinIndexes();
+  const ranges: Array<[number, number]> = [];
+  for (let i = seeded; i < total; i += SEED_BATCH) ranges.push([i, Math.min(total, i + SEED_BATCH)]);
+  let next = 0;
+  const lanes = database.kind === 'postgres' ? SEED_CONCURRENCY : 1;
+  await Promise.all(Array.from({ length: lanes }, async () => {
+    while (next < ranges.length) {
+      const [from, to] = ranges[next++]!;
+      await seedBatch(from, to);
+    }
+  }));
+  seeded = total;
+  for (const def of gin) await db.execute(sql.raw(def));
+  if (database.kind === 'postgres') await db.execute(sql`vacuum analyze submissions, submission_defs`);
+  const [stored] = await db.select({ n: count() }).from(submissions).where(and(eq(submissions.formId, formId), sql`${submissions.currentDefId} is not null`));
+  if (stored!.n !== total) throw new Error(`seeded ${stored!.n} submissions, expected ${total}`);
+  return (performance.now() - t) / 1000;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server on loopback, client in a worker thread (long-lived, so its memory is in every baseline)
+
+const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+await new Promise<void>((r) => server.once('listening', () => r()));
+const { port } = server.address() as AddressInfo;
+const formUrl = `http://127.0.0.1:${port}${P}/forms/${FORM_ID}`;
+
+const clientCode = `
+const { parentPort } = require('node:worker_threads');
+const http = require('node:http');
+const fs = require('node:fs');
+parentPort.on('message', ({ url, headers, file }) => {
+  const rss = () => process.memoryUsage.rss();
+  const baseline = rss();
+  let peak = baseline;
+  const sampler = setInterval(() => { const r = rss(); if (r > peak) peak = r; }, 50);
+  const start = performance.now();
+  let headersMs = NaN, ttfbMs = NaN, bytes = 0, lines = 0;
+  const done = (extra) => {
+    clearInterval(sampler);
+    const r = rss(); if (r > peak) peak = r;
+    parentPort.postMessage({ ttfbMs, headersMs, seconds: (performance.now() - start) / 1000, bytes, lines, baseline, peak, ...extra });
+  };
+  const req = http.get(url, { headers }, (res) => {
+    headersMs = performance.now() - start;
+    const out = file ? fs.createWriteStream(file) : null;
+    res.on('data', (chunk) => {
+      if (bytes === 0) ttfbMs = performance.now() - start;
+      bytes += chunk.length;
+      if (!out) for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) lines += 1;
+      else if (!out.write(chunk)) { res.pause(); out.once('drain', () => res.resume()); }
+    });
+    res.on('end', () => {
+      if (out) out.end(() => done({ status: res.statusCode, type: res.headers['content-type'] }));
+      else done({ status: res.statusCode, type: res.headers['content-type'] });
+    });
+    res.on('error', (err) => done({ status: 0, error: String(err) }));
+  });
+  req.on('error', (err) => done({ status: 0, error: String(err) }));
+});
+`;
+const worker = new Worker(clientCode, { eval: true });
+worker.unref();
+
+interface Download {
+  status: number;
+  type?: string;
+  error?: string;
+  ttfbMs: number;
+  headersMs: number;
+  seconds: number;
+  bytes: number;
+  lines: number;
+  baseline: number;
+  peak: number;
+}
+const download = (url: string, file: string | null) => new Promise<Download>((resolve, reject) => {
+  worker.once('message', resolve);
+  worker.once('error', reject);
+  worker.postMessage({ url, headers: auth, file });
+});
+
+const CRC_TABLE = Int32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k += 1) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c;
+});
+
+/**
+ * Checks the archive by its central directory (a streaming unzip that scans for signatures can
+ * stop early when compressed bytes happen to spell one): the EOCD record, each entry's name, then
+ * the root CSV inflated (node:zlib) from its local header against the directory's sizes and CRC-32.
+ * @returns the entry names and the root CSV's line count.
+ */
+async function checkZip(file: string): Promise<{ lines: number; entries: string[] }> {
+  const size = statSync(file).size;
+  const fd = openSync(file, 'r');
+  const read = (at: number, length: number) => {
+    const buf = Buffer.alloc(length);
+    if (readSync(fd, buf, 0, length, at) !== length) throw new Error(`short read at ${at}`);
+    return buf;
+  };
+  try {
+    const tail = read(Math.max(0, size - 22 - 65_535), Math.min(size, 22 + 65_535));
+    const eocd = tail.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+    if (eocd < 0 || eocd + 22 > tail.length) throw new Error('no end-of-central-directory record');
+    const total = tail.readUInt16LE(eocd + 10);
+    const dir = read(tail.readUInt32LE(eocd + 16), tail.readUInt32LE(eocd + 12));
+    const entries: Array<{ name: string; method: number; crc: number; compressed: number; size: number; local: number }> = [];
+    for (let at = 0; entries.length < total; ) {
+      if (dir.readUInt32LE(at) !== 0x02014b50) throw new Error(`bad central directory entry ${entries.length}`);
+      const nameLength = dir.readUInt16LE(at + 28);
+      entries.push({
+        name: dir.toString('utf8', at + 46, at + 46 + nameLength), method: dir.readUInt16LE(at + 10), crc: dir.readUInt32LE(at + 16),
+        compressed: dir.readUInt32LE(at + 20), size: dir.readUInt32LE(at + 24), local: dir.readUInt32LE(at + 42),
+      });
+      at += 46 + nameLength + dir.readUInt16LE(at + 30) + dir.readUInt16LE(at + 32);
+    }
+    const root = entries.find((e) => e.name === `${FORM_ID}.csv`);
+    if (!root) return { lines: 0, entries: entries.map((e) => e.name) };
+    const header = read(root.local, 30);
+    if (header.readUInt32LE(0) !== 0x04034b50 || root.method !== 8) throw new Error('bad local header or not deflated');
+    const start = root.local + 30 + header.readUInt16LE(26) + header.readUInt16LE(28);
+    let lines = 0;
+    let inflated = 0;
+    let crc = -1;
+    const data = createReadStream(file, { start, end: start + root.compressed - 1, highWaterMark: 1 << 20 }).pipe(createInflateRaw());
+    for await (const chunk of data as AsyncIterable<Buffer>) {
+      inflated += chunk.length;
+      for (let i = 0; i < chunk.length; i += 1) {
+        const b = chunk[i]!;
+        if (b === 10) lines += 1;
+        crc = CRC_TABLE[(crc ^ b) & 0xff]! ^ (crc >>> 8);
+      }
+    }
+    if (inflated !== root.size || (~crc >>> 0) !== root.crc) throw new Error(`root CSV: ${inflated} bytes / CRC ${(~crc >>> 0).toString(16)}, directory says ${root.size} / ${root.crc.toString(16)}`);
+    return { lines, entries: entries.map((e) => e.name) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU profile of the server thread (BENCH_PROFILE=1): self time per function
+
+interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] }
+const inspector = PROFILE ? new Session() : null;
+const post = <T>(method: string, params?: object) => new Promise<T>((resolve, reject) => {
+  inspector!.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res as T)));
+});
+if (inspector) {
+  inspector.connect();
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: 500 });
+}
+const profiles: Array<{ nodes: ProfileNode[]; samples: number[] }> = [];
+
+function printProfile(): void {
+  const self = new Map<string, number>();
+  let total = 0;
+  for (const p of profiles) {
+    for (const n of p.nodes) {
+      const hits = n.hitCount ?? 0;
+      if (hits === 0) continue;
+      total += hits;
+      const url = n.callFrame.url.replace(/^file:\/\//, '').replace(`${process.cwd()}/`, '');
+      const key = `${n.callFrame.functionName || '(anonymous)'}  ${url ? `${url}:${n.callFrame.lineNumber + 1}` : ''}`.trim();
+      self.set(key, (self.get(key) ?? 0) + hits);
+    }
+  }
+  console.log(`\nserver-thread CPU profile at N=${N} (self time, ${total} samples every 0.5 ms over the exports):`);
+  for (const [key, hits] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
+    console.log(`  ${(100 * hits / total).toFixed(1).padStart(5)}%  ${key}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs
+
+interface Row { n: number; kind: string; d: Download }
+const results: Row[] = [];
+let bad = false;
+
+async function exportRun(n: number, kind: 'csv' | 'zip'): Promise<void> {
+  const url = kind === 'csv' ? `${formUrl}/submissions.csv` : `${formUrl}/submissions.csv.zip?attachments=false`;
+  const file = kind === 'zip' ? join(tmp, `export-${n}.zip`) : null;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  gc();
+  gc();
+  const profiling = inspector != null && n === N;
+  if (profiling) await post('Profiler.start');
+  const d = await download(url, file);
+  if (profiling) profiles.push((await post<{ profile: { nodes: ProfileNode[]; samples: number[] } }>('Profiler.stop')).profile);
+  const problems: string[] = [];
+  if (d.status !== 200) problems.push(`status ${d.status} ${d.error ?? ''}`);
+  let lines = d.lines;
+  if (kind === 'zip' && d.status === 200) {
+    const z = await checkZip(file!);
+    lines = z.lines;
+    if (z.entries.join(',') !== `${FORM_ID}.csv`) problems.push(`entries ${z.entries.join(',')}`);
+  }
+  if (lines !== n + 1) problems.push(`${lines} CSV lines, expected ${n + 1}`);
+  if (problems.length > 0) {
+    bad = true;
+    console.log(`  N=${n} ${kind}: FAILED: ${problems.join('; ')}`);
+  }
+  results.push({ n, kind: kind === 'csv' ? 'submissions.csv' : 'submissions.csv.zip', d });
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+console.log(`database: ${database.kind}${database.kind === 'pglite' ? ' (in memory; the targets are for PostgreSQL: set DATABASE_URL)' : ''}; ` +
+  `form ${FORM_ID} (${fields.length} fields), exports over http://127.0.0.1 (client in a worker thread); ` +
+  `process RSS before seeding ${(idleRss / MB).toFixed(0)} MB; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+for (const n of [...new Set([SMALL, N])]) {
+  const seconds = await seedTo(n);
+  console.log(`seeded to ${n} submissions in ${seconds.toFixed(1)} s (bulk SQL, ${SEED_BATCH} rows per statement)`);
+  await exportRun(n, 'csv');
+  await exportRun(n, 'zip');
+}
+if (inspector) {
+  await post('Profiler.disable');
+  inspector.disconnect();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+const f = (x: number, d: number) => (Number.isFinite(x) ? x.toFixed(d) : '—');
+const head = ['N', 'kind', 'headers ms', 'TTFB ms', 'seconds', 'rows/s', 'MB', 'MB/s', 'RSS base MB', 'peak RSS MB', '÷20k rows/s', '÷1000 ms', '÷300 MB'];
+const table = results.map(({ n, kind, d }) => {
+  const rate = n / d.seconds;
+  const peakMb = d.peak / MB;
+  return [String(n), kind, f(d.headersMs, 1), f(d.ttfbMs, 1), f(d.seconds, 2), f(rate, 0), f(d.bytes / MB, 1), f(d.bytes / MB / d.seconds, 1),
+    f(d.baseline / MB, 0), f(peakMb, 0), f(rate / TARGET_ROWS_PER_S, 3), f(d.ttfbMs / TARGET_TTFB_MS, 3), f(peakMb / TARGET_RSS_MB, 3)];
+});
+const widths = head.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
+const line = (cells: string[]) => cells.map((c, i) => (i === 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+console.log();
+console.log(line(head));
+for (const r of table) console.log(line(r));
+console.log('(headers ms: response headers; TTFB: first body byte; rows/s = submissions exported per second; MB = 2^20 bytes on the wire; RSS of the whole process: server + client thread)');
+for (const { n, kind, d } of results.filter((r) => r.n === N)) {
+  const rate = n / d.seconds;
+  const misses = [
+    rate < TARGET_ROWS_PER_S ? `rows/s ${f(rate, 0)} < ${TARGET_ROWS_PER_S}` : '',
+    !(d.ttfbMs < TARGET_TTFB_MS) ? `TTFB ${f(d.ttfbMs, 0)} ms ≥ ${TARGET_TTFB_MS}` : '',
+    d.peak / MB >= TARGET_RSS_MB ? `peak RSS ${f(d.peak / MB, 0)} MB ≥ ${TARGET_RSS_MB}` : '',
+  ].filter(Boolean);
+  console.log(`N=${n} ${kind}: ${misses.length === 0 ? 'meets every target' : `UNDER target: ${misses.join('; ')}`}`);
+}
+const small = results.filter((r) => r.n === SMALL);
+const large = results.filter((r) => r.n === N);
+if (SMALL !== N) {
+  for (const kind of ['submissions.csv', 'submissions.csv.zip']) {
+    const a = small.find((r) => r.kind === kind)!.d;
+    const b = large.find((r) => r.kind === kind)!.d;
+    console.log(`${kind}: peak − baseline ${f((a.peak - a.baseline) / MB, 0)} MB at ${SMALL}, ${f((b.peak - b.baseline) / MB, 0)} MB at ${N}`);
+  }
+}
+console.log(`load average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')} (${availableParallelism()} CPUs; other work on the box skews every figure)`);
+if (PROFILE) printProfile();
+
+await new Promise((r) => server.close(r));
+await worker.terminate();
+await database.close();
+rmSync(tmp, { recursive: true, force: true });
+process.exit(bad ? 1 : 0);
