@@ -296,7 +296,7 @@ async function rootFeed(
   context: string, base: SQL[], input: FeedInput,
 ): Promise<ReadableStream<Uint8Array>> {
   const resolve = rootResolver(feed.model);
-  const rowOf = (r: SubmissionDataRow) => shape(builder.rootRow(metaOf(r), r.encrypted ? null : r.values));
+  const rowOf = (r: SubmissionDataRow) => shape(builder.rootRow(metaOf(r), r.encrypted ? null : (r.root ?? r.values)));
   // Without repeats a row needs only the values outside repeats (root_values: a fraction of the data).
   const rootOnly = feed.model.tables.length === 1;
   if (resource.single) {

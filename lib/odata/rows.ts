@@ -120,7 +120,15 @@ export class Instance {
   /** repeat path + parent index prefix → instance indexes (1-based) in first-seen order. */
   private readonly repeats = new Map<string, number[]>();
 
-  constructor(values: SubmissionValue[], repeatChainOf: (path: string) => string[]) {
+  /** Values outside repeats given as one object (root_values): read directly, no index to build. */
+  private readonly root: Record<string, string> | null;
+
+  constructor(values: SubmissionValue[] | Record<string, string>, repeatChainOf: (path: string) => string[]) {
+    if (!Array.isArray(values)) {
+      this.root = values;
+      return;
+    }
+    this.root = null;
     for (const v of values) {
       const key = `${v.path}#${v.repeatIndex.join('.')}`;
       if (!this.leaves.has(key)) this.leaves.set(key, v.value);
@@ -135,6 +143,7 @@ export class Instance {
   }
 
   leaf(path: string, index: number[]): string | undefined {
+    if (this.root) return index.length === 0 ? this.root[path] : undefined;
     return this.leaves.get(`${path}#${index.join('.')}`);
   }
 
@@ -185,7 +194,7 @@ export class RowBuilder {
     this.chainOf = repeatChainFn(model);
   }
 
-  instance(values: SubmissionValue[]): Instance {
+  instance(values: SubmissionValue[] | Record<string, string>): Instance {
     return new Instance(values, this.chainOf);
   }
 
@@ -235,7 +244,7 @@ export class RowBuilder {
   }
 
   /** A row of Submissions (fact 13): fields, `__id`, `__system`, then links of root-level repeats. */
-  rootRow(meta: SubmissionMeta, values: SubmissionValue[] | null): { [k: string]: Json } {
+  rootRow(meta: SubmissionMeta, values: SubmissionValue[] | Record<string, string> | null): { [k: string]: Json } {
     const out: { [k: string]: Json } = {};
     const deferred: Array<[string, Json]> = [];
     // Encrypted rows that were not decrypted hold only __id and __system.

@@ -24,6 +24,8 @@ export interface SubmissionDataRow {
   expected: number;
   /** Names of the files received for the current version, sorted. */
   received: string[];
+  /** With `rootOnly`: the values outside repeats as stored (path → text); `values` is then empty. */
+  root?: Record<string, string>;
   /** With `paths`: the text at each path outside repeats ('' when absent), in the order asked. */
   cells?: string[];
 }
@@ -35,7 +37,7 @@ const UNIT = '\u001f';
  * One page of submissions with their current version (CSV exports, OData feeds): a single query
  * that joins the version, its form definition and the submitter, and counts edits and files.
  * @param q where (over `submissions`, `submission_defs`), order, limit, optional offset; `rootOnly`:
- *   `values` holds only the leaves outside repeats (from `root_values`, in no particular order);
+ *   `root` holds the leaves outside repeats (root_values) and `values` is empty;
  *   `paths`: `cells` holds the texts at these paths outside repeats and `values` is empty.
  * @returns rows in the given order. Reads only; runs outside any transaction (DESIGN rule 5).
  */
@@ -89,8 +91,8 @@ export async function selectSubmissionRows(
   const rows: SubmissionDataRow[] = raw.map(({ cells: text, ...r }) => (q.paths ? { ...r, cells: (text ?? '').split(UNIT) } : r));
   if (q.rootOnly && !q.paths) {
     for (const r of rows) {
-      const root = r.values as unknown as Record<string, string>;
-      r.values = Object.keys(root).map((path) => ({ path, repeatIndex: [], value: root[path]! }));
+      r.root = r.values as unknown as Record<string, string>;
+      r.values = [];
     }
   }
   return rows;
@@ -100,8 +102,8 @@ export async function selectSubmissionRows(
  * Status of an encrypted row: `missingEncryptedFormData` until its encrypted XML file has arrived,
  * then `notDecrypted` (decryption is a later issue). null for plain rows. Pure.
  */
-export function encryptionStatus(row: Pick<SubmissionDataRow, 'encrypted' | 'values' | 'received'>): 'notDecrypted' | 'missingEncryptedFormData' | null {
+export function encryptionStatus(row: Pick<SubmissionDataRow, 'encrypted' | 'values' | 'received' | 'root'>): 'notDecrypted' | 'missingEncryptedFormData' | null {
   if (!row.encrypted) return null;
-  const file = row.values.find((v) => v.path === '/encryptedXmlFile')?.value.trim();
+  const file = (row.root?.['/encryptedXmlFile'] ?? row.values.find((v) => v.path === '/encryptedXmlFile')?.value)?.trim();
   return file != null && row.received.includes(file) ? 'notDecrypted' : 'missingEncryptedFormData';
 }
