@@ -12,7 +12,7 @@
 import { and, asc, desc, eq, inArray, isNotNull, isNull, ne, sql, type SQL } from 'drizzle-orm';
 import { blobs, formDefs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
 import { primed } from './primed';
-import { encryptionStatus, selectSubmissionRows, type SubmissionDataRow } from '../submissions/rows';
+import { CELL_SEPARATOR, encryptionStatus, selectSubmissionRows, type SubmissionDataRow } from '../submissions/rows';
 import type { Ctx } from '../context';
 import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
 import type { SubmissionValue } from '../xforms/types';
@@ -70,21 +70,31 @@ type BatchRow = SubmissionDataRow;
  * capture has them, central-outputs/binaryType requests.json).
  */
 async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc', read: { rootOnly?: boolean; paths?: string[] }): AsyncGenerator<BatchRow[]> {
-  let after: { createdAt: string; id: number } | null = null;
-  for (;;) {
-    const page = await selectSubmissionRows(ctx, {
-      where: after ? and(where, order === 'desc'
-        ? sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`
-        : sql`(${submissions.createdAt}, ${submissions.id}) > (${after.createdAt}::timestamptz, ${after.id})`)! : where,
-      orderBy: order === 'desc' ? [desc(submissions.createdAt), desc(submissions.id)] : [asc(submissions.createdAt), asc(submissions.id)],
-      limit: BATCH,
-      ...read,
-    });
-    if (page.length === 0) return;
-    yield page;
-    if (page.length < BATCH) return;
-    const last = page[page.length - 1]!;
-    after = { createdAt: last.createdAt.toISOString(), id: last.id };
+  const fetchPage = (after: { createdAt: string; id: number } | null) => selectSubmissionRows(ctx, {
+    where: after ? and(where, order === 'desc'
+      ? sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`
+      : sql`(${submissions.createdAt}, ${submissions.id}) > (${after.createdAt}::timestamptz, ${after.id})`)! : where,
+    orderBy: order === 'desc' ? [desc(submissions.createdAt), desc(submissions.id)] : [asc(submissions.createdAt), asc(submissions.id)],
+    limit: BATCH,
+    ...read,
+  });
+  let next: Promise<BatchRow[]> | null = fetchPage(null);
+  try {
+    while (next) {
+      const page: BatchRow[] = await next;
+      next = null;
+      if (page.length === 0) return;
+      if (page.length === BATCH) {
+        // Read the next batch while this one is formatted: the database and the formatting then
+        // use both cores instead of taking turns.
+        const last = page[page.length - 1]!;
+        next = fetchPage({ createdAt: last.createdAt.toISOString(), id: last.id });
+      }
+      yield page;
+    }
+  } finally {
+    // A reader that went away leaves a read in flight: let it finish quietly.
+    next?.catch(() => {});
   }
 }
 
@@ -106,6 +116,9 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
   // a repeat table needs every value.
   const paths = [...new Set(table.columns.map((c) => c.path)), '/encryptedXmlFile'];
   const at = new Map(paths.map((p, i) => [p, i]));
+  const index = table.columns.map((c) => at.get(c.path)!);
+  // Every column one plain field, in path order: a row's texts are its cells as they come.
+  const plain = table.columns.every((c, i) => c.part == null && index[i] === i);
   const read = root ? { paths } : {};
   for await (const page of batches(ctx, plan.where, 'desc', read)) {
     let text = pending;
@@ -116,14 +129,24 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
         if (!row.encrypted) for (const cells of repeatRows(table, row.values, row.instanceId)) text += csvLine(cells);
         continue;
       }
-      const cells = row.cells!;
-      const fields = row.encrypted ? table.columns.map(() => '') : table.columns.map((c) => cell(c, cells[at.get(c.path)!]));
-      const status = row.encrypted ? encryptedStatus({ ...row, values: [{ path: '/encryptedXmlFile', repeatIndex: [], value: cells[paths.length - 1]! }] }) : '';
-      text += csvLine([
-        row.createdAt.toISOString(), ...fields, row.instanceId, row.submitterId == null ? '' : String(row.submitterId),
+      const raw = row.cells!;
+      const cut = raw.lastIndexOf(CELL_SEPARATOR);
+      const fileText = cut < 0 ? raw : raw.slice(cut + 1);
+      let fields: string;
+      if (row.encrypted) fields = table.columns.map(() => '').join(',');
+      else if (plain && !/[",\r\n]/.test(raw)) fields = cut < 0 ? '' : raw.slice(0, cut).replaceAll(CELL_SEPARATOR, ',');
+      else {
+        const cells = raw.split(CELL_SEPARATOR);
+        fields = csvLine(table.columns.map((c, i) => cell(c, cells[index[i]!]))).slice(0, -1);
+      }
+      const status = row.encrypted ? encryptedStatus({ ...row, root: { '/encryptedXmlFile': fileText } }) : '';
+      const head = csvLine([row.createdAt.toISOString()]).slice(0, -1);
+      const tail = csvLine([
+        row.instanceId, row.submitterId == null ? '' : String(row.submitterId),
         row.submitterName ?? '', String(row.received.length), String(row.expected), status,
         row.reviewState ?? '', row.deviceId ?? '', String(row.edits), row.formVersion,
       ]);
+      text += table.columns.length === 0 ? `${head},${tail}` : `${head},${fields},${tail}`;
     }
     if (text !== '') yield encoder.encode(text);
   }

@@ -26,12 +26,13 @@ export interface SubmissionDataRow {
   received: string[];
   /** With `rootOnly`: the values outside repeats as stored (path → text); `values` is then empty. */
   root?: Record<string, string>;
-  /** With `paths`: the text at each path outside repeats ('' when absent), in the order asked. */
-  cells?: string[];
+  /** With `paths`: the texts at those paths outside repeats ('' when absent), in the order asked, joined by CELL_SEPARATOR. */
+  cells?: string;
 }
 
 /** Separates cells in the `paths` answer: a control character XML 1.0 cannot carry. */
-const UNIT = '\u001f';
+export const CELL_SEPARATOR = '\u001f';
+const UNIT = CELL_SEPARATOR;
 
 /**
  * One page of submissions with their current version (CSV exports, OData feeds): a single query
@@ -88,7 +89,7 @@ export async function selectSubmissionRows(
     .$dynamic();
   if (q.offset) query = query.offset(q.offset);
   const raw = await query;
-  const rows: SubmissionDataRow[] = raw.map(({ cells: text, ...r }) => (q.paths ? { ...r, cells: (text ?? '').split(UNIT) } : r));
+  const rows: SubmissionDataRow[] = raw.map(({ cells: text, ...r }) => (q.paths ? { ...r, cells: text ?? '' } : r));
   if (q.rootOnly && !q.paths) {
     for (const r of rows) {
       r.root = r.values as unknown as Record<string, string>;
