@@ -7,6 +7,7 @@
  * submission's audit trail shows each step (shared/spec/interface.md: OpenRosa endpoints,
  * Submission rules 1–3, Submissions (REST)).
  */
+import { strFromU8, unzipSync } from 'fflate';
 import { describe, expect, test } from 'vitest';
 import { fixtureUsers } from '../../fixtures/users';
 import {
@@ -180,5 +181,18 @@ describe('Collect submits, edits; a manager reviews (real socket)', () => {
     expect(rows.filter((r) => r.action === 'submission.attachment.update').map((r) => (r.details as { name: string }).name)).toEqual([back.name]);
     const extended = await bobJson<Array<{ actor: { id: number } | null; actee: { xmlFormId: string } }>>(`${S}/audits`, { headers: { 'X-Extended-Metadata': 'true' } });
     expect(extended.map((a) => [a.actor?.id, a.actee.xmlFormId])).toEqual(trail.map((a) => [a.actorId, PHOTOS_FORM_ID]));
+
+    // --- The manager downloads the ZIP export (issue 5, "Done when"): Central's columns, the photos beside the CSV.
+    const zipRes = await bob(`${F}/submissions.csv.zip`);
+    expect(zipRes.status).toBe(200);
+    expect(zipRes.headers.get('content-type')).toBe('application/zip');
+    expect(zipRes.headers.get('content-disposition')).toBe(`attachment; filename="${PHOTOS_FORM_ID}.zip"; filename*=UTF-8''${PHOTOS_FORM_ID}.zip`);
+    const files = unzipSync(new Uint8Array(await zipRes.arrayBuffer()));
+    expect(Object.keys(files)).toEqual([`${PHOTOS_FORM_ID}.csv`, `media/${back.name}`, `media/${front.name}`].sort((a, b) => (a.endsWith('.csv') ? -1 : b.endsWith('.csv') ? 1 : a < b ? -1 : 1)));
+    const [header, row, end] = strFromU8(files[`${PHOTOS_FORM_ID}.csv`]!).split('\n');
+    expect(header).toBe('SubmissionDate,site,photo_front,photo_back,meta-instanceID,KEY,SubmitterID,SubmitterName,AttachmentsPresent,AttachmentsExpected,Status,ReviewState,DeviceID,Edits,FormVersion');
+    expect(row!.split(',').slice(1)).toEqual(['South gate', front.name, back.name, editId, instanceId, String(au.id), au.displayName, '2', '2', '', 'approved', expect.any(String), '1', PHOTOS_VERSION]);
+    expect(end).toBe('');
+    for (const photo of [front, back]) expect(Buffer.from(files[`media/${photo.name}`]!).equals(Buffer.from(photo.bytes))).toBe(true);
   });
 });
