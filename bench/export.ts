@@ -57,7 +57,7 @@ import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
 import { openDatabase } from '../lib/runtime/node';
 import { createUserTask, promoteUserTask } from '../lib/users/admin-tasks';
-import { parseSubmission, rootValuesOf } from '../lib/xforms/parse-submission';
+import { parseSubmission, rootTextOf, rootValuesOf } from '../lib/xforms/parse-submission';
 import type { FormField, SubmissionValue } from '../lib/xforms/types';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
@@ -196,7 +196,7 @@ async function seedTx(rows: Generated[], at: (i: number) => Date): Promise<void>
       .values(rows.map((r, i) => ({
         submissionId: idOf.get(r.instanceId)!, formDefId, instanceId: r.instanceId, xml: r.xml, md5: r.md5,
         instanceName: null, submitterId: appUser.id, deviceId: 'collect:bench0123456789',
-        userAgent: 'org.odk.collect.android/v2024.3.0 bench', current: true, encrypted: false, values: r.values, rootValues: rootValuesOf(r.values), createdAt: at(i),
+        userAgent: 'org.odk.collect.android/v2024.3.0 bench', current: true, encrypted: false, values: r.values, rootValues: rootValuesOf(r.values), rootText: rootTextOf(r.values, fields), createdAt: at(i),
       })))
       .returning({ id: submissionDefs.id });
     if (defs.length !== rows.length) throw new Error('short insert');

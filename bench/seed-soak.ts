@@ -24,7 +24,7 @@ import { readFileSync } from 'node:fs';
 import { and, count, eq, sql } from 'drizzle-orm';
 import { submissions } from '../drizzle/schema';
 import type { NodeDatabase } from '../lib/runtime/node';
-import { parseSubmission, rootValuesOf } from '../lib/xforms/parse-submission';
+import { parseSubmission, rootTextOf, rootValuesOf } from '../lib/xforms/parse-submission';
 import type { FormField, SubmissionValue } from '../lib/xforms/types';
 
 /** The 250-question soak form (shared/fixtures/forms/central-e2e/soak): no groups, no repeats, 250 string fields. */
@@ -125,7 +125,7 @@ const USER_AGENT = 'org.odk.collect.android/v2024.3.0 bench';
 
 async function insertBatch(db: NodeDatabase['db'], t: SeedTarget, rows: GeneratedSubmission[], createdAt: (k: number) => string): Promise<void> {
   const json = JSON.stringify(rows.map((r, k) => ({
-    instance_id: r.instanceId, xml: r.xml, md5: r.md5, instance_name: r.instanceName, vals: r.values, root: rootValuesOf(r.values), created_at: createdAt(k),
+    instance_id: r.instanceId, xml: r.xml, md5: r.md5, instance_name: r.instanceName, vals: r.values, root: rootValuesOf(r.values), root_text: rootTextOf(r.values, t.fields), created_at: createdAt(k),
   })));
   const result = await db.transaction(async (tx) => {
     // A larger GIN pending list for this transaction (submission_defs_root_values: ~250 entries per
@@ -135,16 +135,16 @@ async function insertBatch(db: NodeDatabase['db'], t: SeedTarget, rows: Generate
     return tx.execute(sql`
     with input as materialized (
       select r.*, nextval(pg_get_serial_sequence('submissions', 'id')) as sid, nextval(pg_get_serial_sequence('submission_defs', 'id')) as did
-      from json_to_recordset(${json}::json) as r(instance_id text, xml text, md5 text, instance_name text, vals jsonb, root jsonb, created_at timestamptz)
+      from json_to_recordset(${json}::json) as r(instance_id text, xml text, md5 text, instance_name text, vals jsonb, root jsonb, root_text text, created_at timestamptz)
     ), s as (
       insert into submissions (id, form_id, instance_id, draft, submitter_id, device_id, user_agent, current_def_id, created_at)
       overriding system value
       select sid, ${t.formId}, instance_id, false, ${t.submitterId}, ${DEVICE_ID}, ${USER_AGENT}, did, created_at from input
       returning 1
     ), d as (
-      insert into submission_defs (id, submission_id, form_def_id, instance_id, xml, md5, instance_name, submitter_id, device_id, user_agent, current, encrypted, values, root_values, created_at)
+      insert into submission_defs (id, submission_id, form_def_id, instance_id, xml, md5, instance_name, submitter_id, device_id, user_agent, current, encrypted, values, root_values, root_text, created_at)
       overriding system value
-      select did, sid, ${t.formDefId}, instance_id, xml, md5, instance_name, ${t.submitterId}, ${DEVICE_ID}, ${USER_AGENT}, true, false, vals, root, created_at from input
+      select did, sid, ${t.formDefId}, instance_id, xml, md5, instance_name, ${t.submitterId}, ${DEVICE_ID}, ${USER_AGENT}, true, false, vals, root, root_text, created_at from input
       returning 1
     )
     select (select count(*) from s)::int as subs, (select count(*) from d)::int as defs`);

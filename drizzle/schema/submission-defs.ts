@@ -29,6 +29,11 @@ export const submissionDefs = pgTable('submission_defs', {
    * form fields in SQL (lib/odata); derived at ingestion from `values` (rootValuesOf).
    */
   rootValues: jsonb('root_values').$type<Record<string, string>>().notNull().default({}),
+  /**
+   * The texts of the definition's root leaf fields in its order, joined by U+001F (rootTextOf):
+   * the CSV export's root rows come from it without parsing any JSON.
+   */
+  rootText: text('root_text').notNull().default(''),
   createdAt: ts('created_at').notNull().defaultNow(),
 }, (t) => [
   uniqueIndex('submission_defs_submission_instance').on(t.submissionId, t.instanceId),

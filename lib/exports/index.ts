@@ -12,7 +12,8 @@
 import { and, asc, desc, eq, inArray, isNotNull, isNull, ne, sql, type SQL } from 'drizzle-orm';
 import { blobs, formDefs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
 import { primed } from './primed';
-import { CELL_SEPARATOR, encryptionStatus, selectSubmissionRows, type SubmissionDataRow } from '../submissions/rows';
+import { encryptionStatus, selectSubmissionRows, type SubmissionDataRow } from '../submissions/rows';
+import { ROOT_TEXT_SEPARATOR, rootLeafPaths } from '../xforms/parse-submission';
 import type { Ctx } from '../context';
 import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
 import type { SubmissionValue } from '../xforms/types';
@@ -60,6 +61,10 @@ export function systemFilterField(path: string): FilterField | null {
 interface Plan {
   where: SQL;
   tables: ExportTable[];
+  /** The exported definition (the rows written without rearranging are those of this one). */
+  defId: number;
+  /** Root leaf paths (rootLeafPaths) of every definition rows may come from, by id. */
+  rootPaths: Map<number, string[]>;
 }
 
 type BatchRow = SubmissionDataRow;
@@ -69,7 +74,7 @@ type BatchRow = SubmissionDataRow;
  * first (the CSV rows, fact 4), or oldest first (`asc`: the media entries, in the order Central's
  * capture has them, central-outputs/binaryType requests.json).
  */
-async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc', read: { rootOnly?: boolean; paths?: string[] }): AsyncGenerator<BatchRow[]> {
+async function* batches(ctx: Ctx, where: SQL, order: 'desc' | 'asc', read: { rootOnly?: boolean; rootText?: boolean }): AsyncGenerator<BatchRow[]> {
   const fetchPage = (after: { createdAt: string; id: number } | null) => selectSubmissionRows(ctx, {
     where: after ? and(where, order === 'desc'
       ? sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`
@@ -112,15 +117,23 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
   const root = table.repeatPath == null;
   const header = root ? ['SubmissionDate', ...table.columns.map((c) => c.header), ...META_COLUMNS] : [...table.columns.map((c) => c.header), 'PARENT_KEY', 'KEY'];
   let pending = csvLine(header);
-  // The root table asks PostgreSQL for just its columns' texts (and the encrypted file's name);
-  // a repeat table needs every value.
-  const paths = [...new Set(table.columns.map((c) => c.path)), '/encryptedXmlFile'];
-  const at = new Map(paths.map((p, i) => [p, i]));
-  const index = table.columns.map((c) => at.get(c.path)!);
-  // Every column one plain field, in path order: a row's texts are its cells as they come.
-  const plain = table.columns.every((c, i) => c.part == null && index[i] === i);
-  const read = root ? { paths } : {};
-  for await (const page of batches(ctx, plan.where, 'desc', read)) {
+  // The root table reads each version's stored root_text (its definition's root leaf texts, in
+  // order); a repeat table needs every value.
+  const columnsOf = new Map<number, number[]>();
+  const indexFor = (defId: number): number[] => {
+    let index = columnsOf.get(defId);
+    if (!index) {
+      const at = new Map((plan.rootPaths.get(defId) ?? []).map((p, i) => [p, i]));
+      index = table.columns.map((c) => at.get(c.path) ?? -1);
+      columnsOf.set(defId, index);
+    }
+    return index;
+  };
+  // Rows of the exported definition whose columns are its root leaves, in order, unsplit: copied.
+  const direct = root && table.columns.length === (plan.rootPaths.get(plan.defId) ?? []).length
+    && indexFor(plan.defId).every((x, i) => x === i && table.columns[i]!.part == null);
+  const empty = table.columns.map(() => '').join(',');
+  for await (const page of batches(ctx, plan.where, 'desc', root ? { rootText: true } : {})) {
     let text = pending;
     pending = '';
     for (const row of page) {
@@ -130,23 +143,21 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
         continue;
       }
       const raw = row.cells!;
-      const cut = raw.lastIndexOf(CELL_SEPARATOR);
-      const fileText = cut < 0 ? raw : raw.slice(cut + 1);
       let fields: string;
-      if (row.encrypted) fields = table.columns.map(() => '').join(',');
-      else if (plain && !/[",\r\n]/.test(raw)) fields = cut < 0 ? '' : raw.slice(0, cut).replaceAll(CELL_SEPARATOR, ',');
+      if (row.encrypted) fields = empty;
+      else if (direct && row.formDefId === plan.defId && !/[",\r\n]/.test(raw)) fields = raw.replaceAll(ROOT_TEXT_SEPARATOR, ',');
       else {
-        const cells = raw.split(CELL_SEPARATOR);
-        fields = csvLine(table.columns.map((c, i) => cell(c, cells[index[i]!]))).slice(0, -1);
+        const cells = raw.split(ROOT_TEXT_SEPARATOR);
+        const index = indexFor(row.formDefId);
+        fields = csvLine(table.columns.map((c, i) => cell(c, index[i]! < 0 ? undefined : cells[index[i]!]))).slice(0, -1);
       }
-      const status = row.encrypted ? encryptedStatus({ ...row, root: { '/encryptedXmlFile': fileText } }) : '';
-      const head = csvLine([row.createdAt.toISOString()]).slice(0, -1);
+      const status = row.encrypted ? encryptedStatus(row) : '';
       const tail = csvLine([
         row.instanceId, row.submitterId == null ? '' : String(row.submitterId),
         row.submitterName ?? '', String(row.received.length), String(row.expected), status,
         row.reviewState ?? '', row.deviceId ?? '', String(row.edits), row.formVersion,
       ]);
-      text += table.columns.length === 0 ? `${head},${tail}` : `${head},${fields},${tail}`;
+      text += table.columns.length === 0 ? `${row.createdAt.toISOString()},${tail}` : `${row.createdAt.toISOString()},${fields},${tail}`;
     }
     if (text !== '') yield encoder.encode(text);
   }
@@ -158,7 +169,7 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
  * CSV rows; Central's capture has them so), each submission's files by name.
  */
 async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
-  for await (const page of batches(ctx, plan.where, 'asc', { paths: [] })) {
+  for await (const page of batches(ctx, plan.where, 'asc', { rootText: true })) {
     const defIds = page.filter((r) => !r.encrypted && r.received.length > 0).map((r) => r.defId);
     if (defIds.length === 0) continue;
     const files = await ctx.db
@@ -213,11 +224,13 @@ async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft:
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canOnFormOrReject(ctx, 'submission.read', f);
   const def = await getDefOrNotFound(ctx, draft ? f.form.draftDefId : f.form.currentDefId);
-  const older = draft
+  const olderDefs = draft
     ? []
-    : (await ctx.db.select({ fields: formDefs.fields }).from(formDefs)
+    : await ctx.db.select({ id: formDefs.id, fields: formDefs.fields }).from(formDefs)
       .where(and(eq(formDefs.formId, f.form.id), isNotNull(formDefs.publishedAt), ne(formDefs.id, def.id)))
-      .orderBy(desc(formDefs.publishedAt), desc(formDefs.id))).map((d) => d.fields);
+      .orderBy(desc(formDefs.publishedAt), desc(formDefs.id));
+  const older = olderDefs.map((d) => d.fields);
+  const rootPaths = new Map([[def.id, rootLeafPaths(def.fields)], ...olderDefs.map((d) => [d.id, rootLeafPaths(d.fields)] as const)]);
   const conditions: SQL[] = [eq(submissions.formId, f.form.id), eq(submissions.draft, draft), isNull(submissions.deletedAt)];
   if (query.filter != null && query.filter !== '') conditions.push(compileODataFilter(query.filter, systemFilterField));
   const where = and(...conditions)!;
@@ -237,7 +250,7 @@ async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft:
       for (const [path, options] of seen) selectOptions.set(path, [...options].sort());
     }
   }
-  return { form: f.form, plan: { where, tables: exportTables(f.form.xmlFormId, def.fields, older, query, selectOptions) } };
+  return { form: f.form, plan: { where, tables: exportTables(f.form.xmlFormId, def.fields, older, query, selectOptions), defId: def.id, rootPaths } };
 }
 
 /**

@@ -12,7 +12,7 @@ import { rawRows } from '../db/raw';
 import { problemFromDbError } from '../db/errors';
 import { problems } from '../problem';
 import { can, rejection } from '../authz/can';
-import { parseSubmission, readSubmission, rootValuesOf, type SubmissionDocument } from '../xforms/parse-submission';
+import { parseSubmission, readSubmission, rootTextOf, rootValuesOf, type SubmissionDocument } from '../xforms/parse-submission';
 import type { ParsedSubmission } from '../xforms/types';
 import { getSubmissionOrNotFound, submissionJson, type SubmissionJson } from './queries';
 
@@ -173,6 +173,7 @@ async function insertDef(ctx: Ctx, sub: SubmissionRow, formDef: DefRef, parsed: 
       encrypted: parsed.encryption != null,
       values: parsed.values,
       rootValues: rootValuesOf(parsed.values),
+      rootText: rootTextOf(parsed.values, formDef.fields),
     })
     .returning();
   if (parsed.attachments.length > 0) {
@@ -203,11 +204,11 @@ async function createNew(
     ),
     d as (
       insert into ${submissionDefs} (id, submission_id, form_def_id, instance_id, xml, md5, instance_name, submitter_id,
-        device_id, user_agent, current, encrypted, "values", root_values)
+        device_id, user_agent, current, encrypted, "values", root_values, root_text)
       overriding system value
       select s.current_def_id, s.id, ${formDef.id}, ${instanceId}, ${xml}, ${parsed.hash.md5}, ${parsed.instanceName}, ${actorId},
         ${client.deviceId}, ${client.userAgent}, true, ${parsed.encryption != null}, ${JSON.stringify(parsed.values)}::jsonb,
-        ${JSON.stringify(rootValuesOf(parsed.values))}::jsonb
+        ${JSON.stringify(rootValuesOf(parsed.values))}::jsonb, ${rootTextOf(parsed.values, formDef.fields)}
       from s
       returning id
     ),

@@ -26,39 +26,38 @@ export interface SubmissionDataRow {
   received: string[];
   /** With `rootOnly`: the values outside repeats as stored (path → text); `values` is then empty. */
   root?: Record<string, string>;
-  /** With `paths`: the texts at those paths outside repeats ('' when absent), in the order asked, joined by CELL_SEPARATOR. */
+  /** The version's form definition. */
+  formDefId: number;
+  /** With `rootText`: the version's root_text (its definition's root leaf texts, U+001F-separated). */
   cells?: string;
+  /** With `rootText`, for an encrypted version: the name of its encrypted XML file. */
+  encryptedFile?: string | null;
 }
-
-/** Separates cells in the `paths` answer: a control character XML 1.0 cannot carry. */
-export const CELL_SEPARATOR = '\u001f';
-const UNIT = CELL_SEPARATOR;
 
 /**
  * One page of submissions with their current version (CSV exports, OData feeds): a single query
  * that joins the version, its form definition and the submitter, and counts edits and files.
  * @param q where (over `submissions`, `submission_defs`), order, limit, optional offset; `rootOnly`:
  *   `root` holds the leaves outside repeats (root_values) and `values` is empty;
- *   `paths`: `cells` holds the texts at these paths outside repeats and `values` is empty.
+ *   `rootText`: `cells` holds the stored root_text (and `encryptedFile` the encrypted XML file's
+ *   name) and `values` is empty.
  * @returns rows in the given order. Reads only; runs outside any transaction (DESIGN rule 5).
  */
 export async function selectSubmissionRows(
   ctx: Ctx,
-  q: { where: SQL; orderBy: SQL[]; limit: number; offset?: number; rootOnly?: boolean; paths?: string[] },
+  q: { where: SQL; orderBy: SQL[]; limit: number; offset?: number; rootOnly?: boolean; rootText?: boolean },
 ): Promise<SubmissionDataRow[]> {
   // The values outside repeats are a third of the data or less: when nothing inside a repeat is
   // needed (a root table, a form without repeats), read `root_values` instead of every leaf.
-  const valuesColumn = q.paths
+  const valuesColumn = q.rootText
     ? sql<SubmissionValue[]>`'[]'::jsonb`
     : q.rootOnly ? sql<SubmissionValue[]>`${submissionDefs.rootValues}` : sql<SubmissionValue[]>`${submissionDefs.values}`;
-  // `paths`: PostgreSQL picks the texts out of root_values and joins them, so the row reaches
-  // JavaScript as one string instead of a JSON document of hundreds of short strings (whose
-  // parsing was the export's main cost). `|| '{}'` detoasts the value once per row.
-  const cells = q.paths
-    ? sql<string>`(select coalesce(string_agg(coalesce(r.rv ->> p.path, ''), ${UNIT} order by p.ord), '')
-        from (select ${submissionDefs.rootValues} || '{}'::jsonb as rv offset 0) r,
-        unnest(array[${sql.join(q.paths.map((x) => sql`${x}`), sql`, `)}]::text[]) with ordinality as p(path, ord))`
-    : sql<string>`null`;
+  // `rootText`: the row's texts as one stored string (no JSON for hundreds of short values, whose
+  // parsing was the export's main cost).
+  const cells = q.rootText ? sql<string>`${submissionDefs.rootText}` : sql<string>`null`;
+  const encryptedFile = q.rootText
+    ? sql<string | null>`case when ${submissionDefs.encrypted} then ${submissionDefs.rootValues} ->> '/encryptedXmlFile' end`
+    : sql<string | null>`null`;
   let query = ctx.db
     .select({
       id: submissions.id,
@@ -72,7 +71,9 @@ export async function selectSubmissionRows(
       deviceId: submissions.deviceId,
       defId: submissionDefs.id,
       values: valuesColumn,
+      formDefId: submissionDefs.formDefId,
       cells,
+      encryptedFile,
       encrypted: submissionDefs.encrypted,
       formVersion: formDefs.version,
       edits: sql<number>`(select count(*) - 1 from ${submissionDefs} d2 where d2.submission_id = ${submissions.id})`.mapWith(Number),
@@ -89,8 +90,8 @@ export async function selectSubmissionRows(
     .$dynamic();
   if (q.offset) query = query.offset(q.offset);
   const raw = await query;
-  const rows: SubmissionDataRow[] = raw.map(({ cells: text, ...r }) => (q.paths ? { ...r, cells: text ?? '' } : r));
-  if (q.rootOnly && !q.paths) {
+  const rows: SubmissionDataRow[] = raw.map(({ cells: text, ...r }) => (q.rootText ? { ...r, cells: text ?? '' } : r));
+  if (q.rootOnly && !q.rootText) {
     for (const r of rows) {
       r.root = r.values as unknown as Record<string, string>;
       r.values = [];
@@ -103,8 +104,8 @@ export async function selectSubmissionRows(
  * Status of an encrypted row: `missingEncryptedFormData` until its encrypted XML file has arrived,
  * then `notDecrypted` (decryption is a later issue). null for plain rows. Pure.
  */
-export function encryptionStatus(row: Pick<SubmissionDataRow, 'encrypted' | 'values' | 'received' | 'root'>): 'notDecrypted' | 'missingEncryptedFormData' | null {
+export function encryptionStatus(row: Pick<SubmissionDataRow, 'encrypted' | 'values' | 'received' | 'root' | 'encryptedFile'>): 'notDecrypted' | 'missingEncryptedFormData' | null {
   if (!row.encrypted) return null;
-  const file = (row.root?.['/encryptedXmlFile'] ?? row.values.find((v) => v.path === '/encryptedXmlFile')?.value)?.trim();
+  const file = (row.encryptedFile ?? row.root?.['/encryptedXmlFile'] ?? row.values.find((v) => v.path === '/encryptedXmlFile')?.value)?.trim();
   return file != null && row.received.includes(file) ? 'notDecrypted' : 'missingEncryptedFormData';
 }

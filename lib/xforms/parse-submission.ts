@@ -246,3 +246,26 @@ export function rootValuesOf(values: SubmissionValue[]): Record<string, string> 
   for (const v of values) if (v.repeatIndex.length === 0 && !(v.path in out)) out[v.path] = v.value;
   return out;
 }
+
+/** Separates the texts of `rootTextOf`: a control character XML 1.0 text cannot contain. */
+export const ROOT_TEXT_SEPARATOR = '\u001f';
+
+/**
+ * The leaf fields outside repeats, in the definition's order: the root table's fields, whose texts
+ * `rootTextOf` stores. Pure.
+ */
+export function rootLeafPaths(fields: FormField[]): string[] {
+  const repeats = fields.filter((f) => f.type === 'repeat').map((f) => `${f.path}/`);
+  return fields
+    .filter((f) => f.type !== 'structure' && f.type !== 'repeat' && !repeats.some((r) => f.path.startsWith(r)))
+    .map((f) => f.path);
+}
+
+/**
+ * The texts of the root leaf fields (rootLeafPaths of the version's definition), '' when absent,
+ * joined by ROOT_TEXT_SEPARATOR: what a CSV export copies for a row with no parsing at all. Pure.
+ */
+export function rootTextOf(values: SubmissionValue[], fields: FormField[]): string {
+  const root = rootValuesOf(values);
+  return rootLeafPaths(fields).map((p) => root[p] ?? '').join(ROOT_TEXT_SEPARATOR);
+}
