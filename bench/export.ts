@@ -35,6 +35,8 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_export_x npx tsx bench/export.ts
  *   dropdb -h 127.0.0.1 -U postgres bench_export_x
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createNetServer } from 'node:net';
 import { serve } from '@hono/node-server';
 import { createHash, randomUUID } from 'node:crypto';
 import { closeSync, createReadStream, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
@@ -244,17 +246,46 @@ async function seedTo(total: number): Promise<number> {
 // ---------------------------------------------------------------------------------------------
 // Server on loopback, client in a worker thread (long-lived, so its memory is in every baseline)
 
-const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
-await new Promise<void>((r) => server.once('listening', () => r()));
-const { port } = server.address() as AddressInfo;
+// On PostgreSQL the server runs as its own process (`infra/local/serve.ts`, what `npm start` runs),
+// so its RSS is the server's alone, not this bench's seeding and client. PGlite in memory cannot
+// be shared with another process, so there the server runs in this one.
+let port: number;
+let serverPid: number | null = null;
+let child: ChildProcess | null = null;
+const server = config.DATABASE_URL ? null : serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+if (server) {
+  await new Promise<void>((r) => server.once('listening', () => r()));
+  port = (server.address() as AddressInfo).port;
+} else {
+  port = await new Promise<number>((resolve) => {
+    const probe = createNetServer().listen(0, '127.0.0.1', () => {
+      const p = (probe.address() as AddressInfo).port;
+      probe.close(() => resolve(p));
+    });
+  });
+  child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/serve.ts'], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'error', DATA_DIR: tmp },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  serverPid = child.pid ?? null;
+  await new Promise<void>((resolve, reject) => {
+    child!.stdout!.on('data', (d: Buffer) => { if (d.toString().includes('listening')) resolve(); });
+    child!.once('exit', (code) => reject(new Error(`server exited ${code}`)));
+  });
+}
 const formUrl = `http://127.0.0.1:${port}${P}/forms/${FORM_ID}`;
 
 const clientCode = `
 const { parentPort } = require('node:worker_threads');
 const http = require('node:http');
 const fs = require('node:fs');
-parentPort.on('message', ({ url, headers, file }) => {
-  const rss = () => process.memoryUsage.rss();
+parentPort.on('message', ({ url, headers, file, pid }) => {
+  // The server's RSS: its own process when it runs apart (VmRSS in /proc), else this one.
+  const rss = () => {
+    if (!pid) return process.memoryUsage.rss();
+    const m = /VmRSS:\\s+(\\d+) kB/.exec(fs.readFileSync('/proc/' + pid + '/status', 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  };
   const baseline = rss();
   let peak = baseline;
   const sampler = setInterval(() => { const r = rss(); if (r > peak) peak = r; }, 50);
@@ -301,7 +332,7 @@ interface Download {
 const download = (url: string, file: string | null) => new Promise<Download>((resolve, reject) => {
   worker.once('message', resolve);
   worker.once('error', reject);
-  worker.postMessage({ url, headers: auth, file });
+  worker.postMessage({ url, headers: auth, file, pid: serverPid });
 });
 
 const CRC_TABLE = Int32Array.from({ length: 256 }, (_, n) => {
@@ -463,7 +494,7 @@ const line = (cells: string[]) => cells.map((c, i) => (i === 1 ? c.padEnd(widths
 console.log();
 console.log(line(head));
 for (const r of table) console.log(line(r));
-console.log('(headers ms: response headers; TTFB: first body byte; rows/s = submissions exported per second; MB = 2^20 bytes on the wire; RSS of the whole process: server + client thread)');
+console.log(`(headers ms: response headers; TTFB: first body byte; rows/s = submissions exported per second; MB = 2^20 bytes on the wire; RSS: ${serverPid ? 'the server process (npm start) alone' : 'the whole process: server + client thread'})`);
 for (const { n, kind, d } of results.filter((r) => r.n === N)) {
   const rate = n / d.seconds;
   const misses = [
@@ -485,7 +516,11 @@ if (SMALL !== N) {
 console.log(`load average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')} (${availableParallelism()} CPUs; other work on the box skews every figure)`);
 if (PROFILE) printProfile();
 
-await new Promise((r) => server.close(r));
+if (server) await new Promise((r) => server.close(r));
+if (child) {
+  child.kill('SIGTERM');
+  await new Promise((r) => child!.once('exit', r));
+}
 await worker.terminate();
 await database.close();
 rmSync(tmp, { recursive: true, force: true });
