@@ -36,6 +36,11 @@ export interface Deps {
   blobs: BlobStore;
   config: Config;
   log: Logger;
+  /**
+   * A native raw-deflate stream (Node: zlib at level 1 on its thread pool), for ZIP exports.
+   * Absent (Workers, tests that build their own deps): ZIP entries are deflated in JavaScript.
+   */
+  deflateRaw?: () => { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> };
 }
 
 interface TxState {

@@ -3,22 +3,99 @@
  * needs node:fs). Entries are produced one after the other as the reader pulls, so memory holds
  * at most one chunk of input and its deflated output.
  */
-import { Zip, ZipDeflate } from 'fflate';
+import { Zip, ZipDeflate, type AsyncFlateStreamHandler, type ZipInputFile } from 'fflate';
+
+/** A raw-deflate stream pair (Deps.deflateRaw). */
+export type DeflateRawFactory = () => { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> };
+
+const CRC_TABLE = (() => {
+  const t = new Int32Array(256);
+  for (let n = 0; n < 256; n += 1) {
+    let c = n;
+    for (let k = 0; k < 8; k += 1) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c;
+  }
+  return t;
+})();
+
+/**
+ * A ZIP entry deflated by a native stream (zlib on Node's thread pool), so deflating overlaps
+ * with producing the CSV. fflate's Zip writes the headers and the data descriptor; the CRC-32 and
+ * size are counted here as the data goes through.
+ */
+class NativeDeflateEntry implements ZipInputFile {
+  size = 0;
+  crc = 0;
+  readonly compression = 8;
+  mtime: Date;
+  ondata?: AsyncFlateStreamHandler;
+  private state = -1;
+  private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
+  private readonly readable: ReadableStream<Uint8Array>;
+  private reading: Promise<void> | null = null;
+  private failed: unknown = null;
+
+  constructor(readonly filename: string, mtime: Date, deflate: DeflateRawFactory) {
+    this.mtime = mtime;
+    const pair = deflate();
+    this.writer = pair.writable.getWriter();
+    this.readable = pair.readable;
+  }
+
+  private drain(): Promise<void> {
+    this.reading ??= (async () => {
+      const reader = this.readable.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        if (value.byteLength > 0) this.ondata!(null, new Uint8Array(value.buffer, value.byteOffset, value.byteLength) as Uint8Array<ArrayBuffer>, false);
+      }
+    })();
+    return this.reading;
+  }
+
+  /** Queues a chunk; waits only while the compressor's queue is full. */
+  async push(chunk: Uint8Array): Promise<void> {
+    if (this.failed) throw this.failed;
+    void this.drain().catch((err: unknown) => { this.failed = err; });
+    let c = this.state;
+    for (let i = 0; i < chunk.length; i += 1) c = CRC_TABLE[(c ^ chunk[i]!) & 0xff]! ^ (c >>> 8);
+    this.state = c;
+    this.size += chunk.byteLength;
+    await this.writer.ready;
+    this.writer.write(chunk).catch((err: unknown) => { this.failed = err; });
+  }
+
+  async end(): Promise<void> {
+    const drained = this.drain();
+    await this.writer.close();
+    await drained;
+    if (this.failed) throw this.failed;
+    this.crc = ~this.state >>> 0;
+    this.ondata!(null, new Uint8Array(0), true);
+  }
+
+  /** Stops the compressor (the reader went away). */
+  abort(): void {
+    this.writer.abort().catch(() => {});
+  }
+}
 
 /** One file of the archive: its name and its bytes as they come. */
 export interface ZipEntry {
   name: string;
-  /** Deflate level (1 fastest … 9 smallest); exports use 1 for CSV and media alike. */
+  /** Deflate level for the JavaScript deflate (1 fastest … 9 smallest); the native one uses 1. */
   level: 1 | 6;
   data: AsyncIterable<Uint8Array>;
 }
 
 /**
  * @param entries the files, in archive order.
+ * @param deflate a native raw-deflate stream (Deps.deflateRaw); without it, fflate deflates in JS.
  * @returns the archive as a byte stream; cancelling it stops the entries' iterators (and so the
  *   database reads behind them). Pure apart from the iteration it drives.
  */
-export function zipStream(entries: AsyncIterable<ZipEntry>): ReadableStream<Uint8Array> {
+export function zipStream(entries: AsyncIterable<ZipEntry>, deflate?: DeflateRawFactory): ReadableStream<Uint8Array> {
   const out: Uint8Array[] = [];
   let finished = false;
   let failure: unknown = null;
@@ -30,7 +107,7 @@ export function zipStream(entries: AsyncIterable<ZipEntry>): ReadableStream<Uint
     }
   });
   const files = entries[Symbol.asyncIterator]();
-  let current: { file: ZipDeflate; data: AsyncIterator<Uint8Array> } | null = null;
+  let current: { file: ZipDeflate | NativeDeflateEntry; data: AsyncIterator<Uint8Array> } | null = null;
   let ended = false;
   const mtime = new Date();
   return new ReadableStream<Uint8Array>({
@@ -45,15 +122,23 @@ export function zipStream(entries: AsyncIterable<ZipEntry>): ReadableStream<Uint
             zip.end();
             continue;
           }
-          const file = new ZipDeflate(next.value.name, { level: next.value.level });
-          file.mtime = mtime;
+          let file: ZipDeflate | NativeDeflateEntry;
+          if (deflate) {
+            file = new NativeDeflateEntry(next.value.name, mtime, deflate);
+          } else {
+            file = new ZipDeflate(next.value.name, { level: next.value.level });
+            file.mtime = mtime;
+          }
           zip.add(file);
           current = { file, data: next.value.data[Symbol.asyncIterator]() };
         }
         const chunk = await current.data.next();
         if (chunk.done) {
-          current.file.push(new Uint8Array(0), true);
+          if (current.file instanceof NativeDeflateEntry) await current.file.end();
+          else current.file.push(new Uint8Array(0), true);
           current = null;
+        } else if (current.file instanceof NativeDeflateEntry) {
+          await current.file.push(chunk.value);
         } else {
           current.file.push(chunk.value, false);
         }
@@ -63,6 +148,7 @@ export function zipStream(entries: AsyncIterable<ZipEntry>): ReadableStream<Uint
       if (finished) controller.close();
     },
     async cancel() {
+      if (current?.file instanceof NativeDeflateEntry) current.file.abort();
       await current?.data.return?.();
       await files.return?.();
     },

@@ -1,3 +1,5 @@
+import { Duplex } from 'node:stream';
+import { createDeflateRaw } from 'node:zlib';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import { mkdirSync } from 'node:fs';
@@ -70,10 +72,17 @@ export function openBlobStore(config: Config): BlobStore {
 }
 
 /**
+ * zlib's raw deflate at level 1 as a web stream pair: it runs on libuv's thread pool, so a ZIP
+ * export deflates on the second core while the first formats CSV (fflate would do both in turn).
+ */
+export const nativeDeflateRaw = () =>
+  Duplex.toWeb(createDeflateRaw({ level: 1 })) as unknown as { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> };
+
+/**
  * Everything a Node process (local server, CLI, Lambda) needs, built once.
  * @returns Deps plus the database handle (to migrate and close).
  */
 export async function createNodeDeps(config: Config): Promise<Deps & { database: NodeDatabase }> {
   const database = await openDatabase(config);
-  return { db: database.db, blobs: openBlobStore(config), config, log: createLogger(config.LOG_LEVEL), database };
+  return { db: database.db, blobs: openBlobStore(config), config, log: createLogger(config.LOG_LEVEL), database, deflateRaw: nativeDeflateRaw };
 }
