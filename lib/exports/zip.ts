@@ -34,6 +34,7 @@ class NativeDeflateEntry implements ZipInputFile {
   private readonly readable: ReadableStream<Uint8Array>;
   private reading: Promise<void> | null = null;
   private failed: unknown = null;
+  private readonly inFlight: Array<Promise<void>> = [];
 
   constructor(readonly filename: string, mtime: Date, deflate: DeflateRawFactory) {
     this.mtime = mtime;
@@ -54,7 +55,7 @@ class NativeDeflateEntry implements ZipInputFile {
     return this.reading;
   }
 
-  /** Queues a chunk; waits only while the compressor's queue is full. */
+  /** Hands a chunk to the compressor; waits while two are already being compressed. */
   async push(chunk: Uint8Array): Promise<void> {
     if (this.failed) throw this.failed;
     void this.drain().catch((err: unknown) => { this.failed = err; });
@@ -62,8 +63,10 @@ class NativeDeflateEntry implements ZipInputFile {
     for (let i = 0; i < chunk.length; i += 1) c = CRC_TABLE[(c ^ chunk[i]!) & 0xff]! ^ (c >>> 8);
     this.state = c;
     this.size += chunk.byteLength;
-    await this.writer.ready;
-    this.writer.write(chunk).catch((err: unknown) => { this.failed = err; });
+    // At most two chunks in the compressor: it works while the next is produced, and memory stays
+    // bounded when it is slower than the CSV.
+    if (this.inFlight.length >= 2) await this.inFlight.shift();
+    this.inFlight.push(this.writer.write(chunk).catch((err: unknown) => { this.failed = err; }));
   }
 
   async end(): Promise<void> {
