@@ -41,6 +41,8 @@ export interface Deps {
    * Absent (Workers, tests that build their own deps): ZIP entries are deflated in JavaScript.
    */
   deflateRaw?: () => { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> };
+  /** Native CRC-32 (`crc32(data, previous)`, Node's zlib), for ZIP entries; absent: computed in JavaScript. */
+  crc32?: (data: Uint8Array, value: number) => number;
 }
 
 interface TxState {

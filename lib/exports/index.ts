@@ -281,6 +281,6 @@ export async function exportZip(ctx: Ctx, projectId: number, xmlFormId: string, 
   return {
     fileName: query.attachments ? `${form.xmlFormId}.zip` : `${form.xmlFormId}.csv.zip`,
     contentType: 'application/zip',
-    stream: await primed(zipStream(entries(), ctx.deflateRaw)),
+    stream: await primed(zipStream(entries(), ctx.deflateRaw, ctx.crc32)),
   };
 }

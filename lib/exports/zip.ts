@@ -36,7 +36,7 @@ class NativeDeflateEntry implements ZipInputFile {
   private failed: unknown = null;
   private readonly inFlight: Array<Promise<void>> = [];
 
-  constructor(readonly filename: string, mtime: Date, deflate: DeflateRawFactory) {
+  constructor(readonly filename: string, mtime: Date, deflate: DeflateRawFactory, private readonly crc32?: (data: Uint8Array, value: number) => number) {
     this.mtime = mtime;
     const pair = deflate();
     this.writer = pair.writable.getWriter();
@@ -59,9 +59,13 @@ class NativeDeflateEntry implements ZipInputFile {
   async push(chunk: Uint8Array): Promise<void> {
     if (this.failed) throw this.failed;
     void this.drain().catch((err: unknown) => { this.failed = err; });
-    let c = this.state;
-    for (let i = 0; i < chunk.length; i += 1) c = CRC_TABLE[(c ^ chunk[i]!) & 0xff]! ^ (c >>> 8);
-    this.state = c;
+    if (this.crc32) {
+      this.crc = this.crc32(chunk, this.crc);
+    } else {
+      let c = this.state;
+      for (let i = 0; i < chunk.length; i += 1) c = CRC_TABLE[(c ^ chunk[i]!) & 0xff]! ^ (c >>> 8);
+      this.state = c;
+    }
     this.size += chunk.byteLength;
     // At most two chunks in the compressor: it works while the next is produced, and memory stays
     // bounded when it is slower than the CSV.
@@ -74,7 +78,7 @@ class NativeDeflateEntry implements ZipInputFile {
     await this.writer.close();
     await drained;
     if (this.failed) throw this.failed;
-    this.crc = ~this.state >>> 0;
+    if (!this.crc32) this.crc = ~this.state >>> 0;
     this.ondata!(null, new Uint8Array(0), true);
   }
 
@@ -95,10 +99,11 @@ export interface ZipEntry {
 /**
  * @param entries the files, in archive order.
  * @param deflate a native raw-deflate stream (Deps.deflateRaw); without it, fflate deflates in JS.
+ * @param crc32 a native CRC-32 (Deps.crc32) for those entries; without it, a JavaScript table.
  * @returns the archive as a byte stream; cancelling it stops the entries' iterators (and so the
  *   database reads behind them). Pure apart from the iteration it drives.
  */
-export function zipStream(entries: AsyncIterable<ZipEntry>, deflate?: DeflateRawFactory): ReadableStream<Uint8Array> {
+export function zipStream(entries: AsyncIterable<ZipEntry>, deflate?: DeflateRawFactory, crc32?: (data: Uint8Array, value: number) => number): ReadableStream<Uint8Array> {
   const out: Uint8Array[] = [];
   let finished = false;
   let failure: unknown = null;
@@ -127,7 +132,7 @@ export function zipStream(entries: AsyncIterable<ZipEntry>, deflate?: DeflateRaw
           }
           let file: ZipDeflate | NativeDeflateEntry;
           if (deflate) {
-            file = new NativeDeflateEntry(next.value.name, mtime, deflate);
+            file = new NativeDeflateEntry(next.value.name, mtime, deflate, crc32);
           } else {
             file = new ZipDeflate(next.value.name, { level: next.value.level });
             file.mtime = mtime;
@@ -147,7 +152,17 @@ export function zipStream(entries: AsyncIterable<ZipEntry>, deflate?: DeflateRaw
         }
       }
       if (failure) throw failure;
-      while (out.length > 0) controller.enqueue(out.shift()!);
+      // One enqueue per pull: small deflate outputs joined, fewer writes to the socket.
+      if (out.length === 1) controller.enqueue(out.shift()!);
+      else if (out.length > 1) {
+        const joined = new Uint8Array(out.reduce((n, c) => n + c.byteLength, 0));
+        let at = 0;
+        for (const c of out.splice(0)) {
+          joined.set(c, at);
+          at += c.byteLength;
+        }
+        controller.enqueue(joined);
+      }
       if (finished) controller.close();
     },
     async cancel() {

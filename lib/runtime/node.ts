@@ -1,5 +1,5 @@
 import { Duplex } from 'node:stream';
-import { createDeflateRaw } from 'node:zlib';
+import { crc32 as zlibCrc32, createDeflateRaw } from 'node:zlib';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import { mkdirSync } from 'node:fs';
@@ -76,7 +76,7 @@ export function openBlobStore(config: Config): BlobStore {
  * export deflates on the second core while the first formats CSV (fflate would do both in turn).
  */
 export const nativeDeflateRaw = () =>
-  Duplex.toWeb(createDeflateRaw({ level: 1 })) as unknown as { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> };
+  Duplex.toWeb(createDeflateRaw({ level: 1, chunkSize: 256 * 1024 })) as unknown as { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> };
 
 /**
  * Everything a Node process (local server, CLI, Lambda) needs, built once.
@@ -84,5 +84,5 @@ export const nativeDeflateRaw = () =>
  */
 export async function createNodeDeps(config: Config): Promise<Deps & { database: NodeDatabase }> {
   const database = await openDatabase(config);
-  return { db: database.db, blobs: openBlobStore(config), config, log: createLogger(config.LOG_LEVEL), database, deflateRaw: nativeDeflateRaw };
+  return { db: database.db, blobs: openBlobStore(config), config, log: createLogger(config.LOG_LEVEL), database, deflateRaw: nativeDeflateRaw, crc32: zlibCrc32 };
 }

@@ -36,19 +36,21 @@ test('native and JavaScript deflate give the same files, with correct CRC-32 and
     expect((await h.post(`/v1/projects/${h.projectId}/forms/withrepeat/submissions`, { as: 'bob', body: fixture(`submissions/withrepeat.${k}.xml`), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
   }
   const query = { filter: null, attachments: true, groupPaths: true, deletedFields: false, splitSelectMultiples: false };
-  const read = async (deflate: boolean) => {
-    const ctx = { ...systemCtx(h.deps), ...(deflate ? { deflateRaw: nativeDeflateRaw } : {}) };
+  // Native deflate with native CRC (npm start), native deflate with the JavaScript CRC, all JavaScript.
+  const read = async (mode: 'native' | 'native-js-crc' | 'js') => {
+    const ctx = { ...systemCtx(h.deps), ...(mode !== 'js' ? { deflateRaw: nativeDeflateRaw } : {}), ...(mode === 'native' ? { crc32 } : {}) };
     return new Uint8Array(await new Response((await exportZip(ctx, h.projectId, 'withrepeat', false, query)).stream).arrayBuffer());
   };
-  const native = await read(true);
-  const js = await read(false);
-  const a = unzipSync(native);
-  const b = unzipSync(js);
-  expect(Object.keys(a)).toEqual(['withrepeat.csv', 'withrepeat-child.csv']);
-  expect(Object.keys(a)).toEqual(Object.keys(b));
-  const dir = centralDirectory(native);
-  for (const [name, bytes] of Object.entries(a)) {
-    expect(Buffer.from(bytes).equals(Buffer.from(b[name]!)), name).toBe(true);
-    expect(dir.get(name)).toEqual({ method: 8, crc: crc32(bytes), size: bytes.byteLength });
+  const js = unzipSync(await read('js'));
+  expect(Object.keys(js)).toEqual(['withrepeat.csv', 'withrepeat-child.csv']);
+  for (const mode of ['native', 'native-js-crc'] as const) {
+    const zip = await read(mode);
+    const files = unzipSync(zip);
+    expect(Object.keys(files), mode).toEqual(Object.keys(js));
+    const dir = centralDirectory(zip);
+    for (const [name, bytes] of Object.entries(files)) {
+      expect(Buffer.from(bytes).equals(Buffer.from(js[name]!)), `${mode} ${name}`).toBe(true);
+      expect(dir.get(name), `${mode} ${name}`).toEqual({ method: 8, crc: crc32(bytes), size: bytes.byteLength });
+    }
   }
 });
