@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
-import { actors, assignments, forms, type ActorRow, type FormRow, type RoleRow } from '../../drizzle/schema';
+import { actors, assignments, forms, type ActorRow, type RoleRow } from '../../drizzle/schema';
 import { actorJson, findLiveActor, type ActorJson } from '../actors';
 import { audit } from '../audits/log';
 import { canOrReject, speciesActee, type ActeeRef } from '../authz/can';

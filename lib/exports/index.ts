@@ -16,7 +16,6 @@ import { encryptionStatus, selectSubmissionRows, type SubmissionDataRow } from '
 import { ROOT_TEXT_SEPARATOR, rootLeafPaths } from '../xforms/parse-submission';
 import type { Ctx } from '../context';
 import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
-import type { SubmissionValue } from '../xforms/types';
 import { compileODataFilter, type FilterField } from './filter';
 import { csvLine, repeatRows } from './rows';
 import { cell, exportTables, selectTokens, type ExportOptions, type ExportTable } from './tables';

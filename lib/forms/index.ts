@@ -18,7 +18,7 @@ import type { FormField } from '../xforms/types';
 import { carryAttachments, checkFieldTypes, deleteUnpublishedDef, insertDef, readUpload, removedFields } from './definitions';
 import {
   canOnFormOrReject, canReadFormOrReject, displayedDef, extendedFormFields, formJson, getDefOrNotFound,
-  getFormOrNotFound, publishedDefs, type FormJson, type LoadedForm,
+  getFormOrNotFound, publishedDefs, type FormJson,
 } from './queries';
 import { deleteDraftSubmissions } from '../submissions/manage';
 

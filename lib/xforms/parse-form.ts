@@ -25,13 +25,6 @@ const stripPrefixes = (path: string): string => path.replace(/(^|\/)[^:/]+:([^/]
 
 const child = (el: El | undefined, local: string): El | undefined => el?.children.find((c) => c.local === local);
 
-function* descendants(el: El): Generator<El> {
-  for (const c of el.children) {
-    yield c;
-    yield* descendants(c);
-  }
-}
-
 // ─────────────────────────────────────────────────────────────────────────────
 // Paths.
 

@@ -19,7 +19,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import { problems } from '../problem';
 import type { FormField, ParsedSubmission, SubmissionEncryption, SubmissionEntity, SubmissionValue } from './types';
-import { attr, localName, readXml, type El } from './xml-tree';
+import { attr, readXml, type El } from './xml-tree';
 
 // ─────────────────────────────────────────────────────────────────────────────
 // Tree helpers local to submissions (the shared XML reading is ./xml-tree.ts).
