@@ -373,12 +373,11 @@ async function rootFeed(
   }));
 }
 
-/** A repeat row's fields for `$filter`/`$orderby`: its own leaves, `__id`, and `$root/Submissions/__system/…`. */
-function repeatResolver(table: ODataTable, row: { [k: string]: Json }, meta: SubmissionDataRow): RowResolver {
-  const leaves = leavesOf(table.children);
+/** A repeat row's fields for `$filter`/`$orderby`: its own leaves (`leaves`: leavesOf the table, computed once), `__id`, and `$root/Submissions/__system/…`. */
+function repeatResolver(leaves: Map<string, ODataNode>, row: { [k: string]: Json }, meta: SubmissionDataRow): RowResolver {
   return (path) => {
     if (path === '__id') return { type: 'text', value: row.__id as string };
-    if (path.startsWith('__system/') || path === '__id') {
+    if (path.startsWith('__system/')) {
       const m: Record<string, RowValue> = {
         '__system/submissionDate': { type: 'time', value: meta.createdAt.getTime() },
         '__system/updatedAt': { type: 'time', value: meta.updatedAt?.getTime() ?? null },
@@ -417,14 +416,16 @@ async function repeatFeed(
   if (resource.instanceId != null) where.push(eq(submissions.instanceId, resource.instanceId));
   const whereSql = and(...where)!;
   const now = Date.now();
-  // Check `$orderby` fields up front (501.5), on an empty row.
-  if (q.orderby.length > 0) for (const o of q.orderby) if (!findLeaf(leavesOf(table.children), o.path) && !['__id', '__system/submissionDate', '__system/updatedAt', '__system/submitterId', '__system/reviewState', '__system/deletedAt'].includes(o.path)) {
+  // The table's leaves, found once: every row's filter and sort keys are read through them.
+  const leaves = leavesOf(table.children);
+  // Check `$orderby` fields up front (501.5).
+  if (q.orderby.length > 0) for (const o of q.orderby) if (!findLeaf(leaves, o.path) && !['__id', '__system/submissionDate', '__system/updatedAt', '__system/submitterId', '__system/reviewState', '__system/deletedAt'].includes(o.path)) {
     throw new Problem(501.5, `The given OData filter expression references fields not supported by this server: ${o.path}`, { text: o.path });
   }
   // Check `$filter` up front too (501.4/501.5/400.18 do not depend on values), so it fails before the first byte.
   if (filter) {
     const blank = { createdAt: new Date(0), updatedAt: null, deletedAt: null, submitterId: null, reviewState: null } as SubmissionDataRow;
-    evaluateFilter(filter as ODataToken, repeatResolver(table, {}, blank), now);
+    evaluateFilter(filter as ODataToken, repeatResolver(leaves, {}, blank), now);
   }
   // `Submissions('id')/…/repeat`: the submission and the rows on the way must exist (404.1, as Central).
   let one: { row: SubmissionDataRow; parent: { index: number[] } } | null = null;
@@ -451,7 +452,7 @@ async function repeatFeed(
       });
       for (const r of page) {
         for (const row of builder.tableRows(table, r.instanceId, r.values, one?.parent)) {
-          if (filter && !evaluateFilter(filter as ODataToken, repeatResolver(table, row, r), now)) continue;
+          if (filter && !evaluateFilter(filter as ODataToken, repeatResolver(leaves, row, r), now)) continue;
           yield { row, meta: r };
         }
       }
@@ -465,7 +466,7 @@ async function repeatFeed(
     // Sorting needs every matching row: bounded by the table, not by a batch (documented limit).
     const buffered: Array<{ row: { [k: string]: Json }; meta: SubmissionDataRow }> = [];
     for await (const x of source) buffered.push(x);
-    const keyOf = (x: { row: { [k: string]: Json }; meta: SubmissionDataRow }, path: string) => repeatResolver(table, x.row, x.meta)(path)?.value ?? null;
+    const keyOf = (x: { row: { [k: string]: Json }; meta: SubmissionDataRow }, path: string) => repeatResolver(leaves, x.row, x.meta)(path)?.value ?? null;
     buffered.sort((a, b) => {
       for (const o of q.orderby) {
         const x = keyOf(a, o.path);
