@@ -58,9 +58,9 @@ import { withDeps } from '../lib/runtime/entry';
 import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
 import { openDatabase } from '../lib/runtime/node';
-import { createUserTask, promoteUserTask } from '../lib/users/admin-tasks';
 import { parseSubmission, rootTextOf, rootValuesOf } from '../lib/xforms/parse-submission';
 import type { FormField, SubmissionValue } from '../lib/xforms/types';
+import { benchAdmin } from './admin';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
 const SMALL = Math.min(10_000, N);
@@ -96,19 +96,7 @@ const soakXml = readFileSync(new URL('250q-form.xml', soakDir), 'utf8');
 const template = readFileSync(new URL('250q-submission.template.xml', soakDir), 'utf8');
 const FORM_ID = '250_questions';
 
-const email = `bench-export-${Date.now()}@example.org`;
-await createUserTask(ctx, email, 'bench password 123');
-await promoteUserTask(ctx, email);
-let auth: Record<string, string> = {};
-const call = async (method: string, path: string, body?: BodyInit, headers: Record<string, string> = {}) => {
-  const res = await app.fetch(new Request(`http://127.0.0.1${path}`, { method, body, headers: { ...auth, ...headers } }));
-  if (res.status !== 200) throw new Error(`${method} ${path} → ${res.status}: ${await res.text()}`);
-  return res;
-};
-const session = (await (await call('POST', '/v1/sessions', JSON.stringify({ email, password: 'bench password 123' }), {
-  'Content-Type': 'application/json',
-})).json()) as { token: string };
-auth = { Authorization: `Bearer ${session.token}` };
+const { call, auth } = await benchAdmin(ctx, app, 'export');
 const project = await createProject(ctx, { name: `export bench ${Date.now()}` });
 const P = `/v1/projects/${project.id}`;
 await call('POST', `${P}/forms?publish=true`, soakXml, { 'Content-Type': 'application/xml' });

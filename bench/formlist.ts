@@ -26,7 +26,7 @@ import { withDeps } from '../lib/runtime/entry';
 import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
 import { openDatabase } from '../lib/runtime/node';
-import { createUserTask, promoteUserTask } from '../lib/users/admin-tasks';
+import { benchAdmin } from './admin';
 
 const FORMS = 200;
 const APP_USERS = 20;
@@ -45,19 +45,7 @@ const app = withDeps(localApp(), () => ({ deps }));
 // Seed (in-process requests through the same route table, as an administrator)
 
 const t0 = performance.now();
-const email = `bench-fl-${Date.now()}@example.org`;
-await createUserTask(ctx, email, 'bench password 123');
-await promoteUserTask(ctx, email);
-const call = async (method: string, path: string, body?: BodyInit, headers: Record<string, string> = {}) => {
-  const res = await app.fetch(new Request(`http://127.0.0.1${path}`, { method, body, headers: { ...auth, ...headers } }));
-  if (res.status !== 200) throw new Error(`${method} ${path} → ${res.status}: ${await res.text()}`);
-  return res;
-};
-let auth: Record<string, string> = {};
-const session = (await (await call('POST', '/v1/sessions', JSON.stringify({ email, password: 'bench password 123' }), {
-  'Content-Type': 'application/json',
-})).json()) as { token: string };
-auth = { Authorization: `Bearer ${session.token}` };
+const { call } = await benchAdmin(ctx, app, 'fl');
 const project = await createProject(ctx, { name: `formList bench ${Date.now()}` });
 const P = `/v1/projects/${project.id}`;
 /** The same path under an App User's key: /v1/key/{token}/projects/{id}. */

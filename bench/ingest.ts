@@ -36,7 +36,7 @@ import { withDeps } from '../lib/runtime/entry';
 import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
 import { openDatabase } from '../lib/runtime/node';
-import { createUserTask, promoteUserTask } from '../lib/users/admin-tasks';
+import { benchAdmin } from './admin';
 
 const SUBMISSIONS = Number(process.env.BENCH_SUBMISSIONS ?? 5000);
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 16);
@@ -90,19 +90,7 @@ for (const t of [soakTemplate, mediaTemplate]) {
 // Seed (in-process requests through the same route table, as an administrator)
 
 const t0 = performance.now();
-const email = `bench-ingest-${Date.now()}@example.org`;
-await createUserTask(ctx, email, 'bench password 123');
-await promoteUserTask(ctx, email);
-let auth: Record<string, string> = {};
-const call = async (method: string, path: string, body?: BodyInit, headers: Record<string, string> = {}) => {
-  const res = await app.fetch(new Request(`http://127.0.0.1${path}`, { method, body, headers: { ...auth, ...headers } }));
-  if (res.status !== 200) throw new Error(`${method} ${path} → ${res.status}: ${await res.text()}`);
-  return res;
-};
-const session = (await (await call('POST', '/v1/sessions', JSON.stringify({ email, password: 'bench password 123' }), {
-  'Content-Type': 'application/json',
-})).json()) as { token: string };
-auth = { Authorization: `Bearer ${session.token}` };
+const { call } = await benchAdmin(ctx, app, 'ingest');
 const project = await createProject(ctx, { name: `ingest bench ${Date.now()}` });
 const P = `/v1/projects/${project.id}`;
 const appUser = (await (await call('POST', `${P}/app-users`, JSON.stringify({ displayName: 'Bench device' }), {

@@ -57,9 +57,9 @@ import { withDeps } from '../lib/runtime/entry';
 import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
 import { openDatabase } from '../lib/runtime/node';
-import { createUserTask, promoteUserTask } from '../lib/users/admin-tasks';
 import type { FormField } from '../lib/xforms/types';
 import { SOAK_FORM_ID, defaultFills, seedSubmissions, soakFixtures, templateGenerator, type SeedTarget } from './seed-soak';
+import { benchAdmin } from './admin';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
 const ITER = Number(process.env.BENCH_ITER ?? 30);
@@ -89,19 +89,7 @@ const repeatTemplate = (children: number) =>
   '<orx:meta><orx:instanceID>uuid:{{uuid}}</orx:instanceID></orx:meta><name>{{word}}</name><age>{{smallInt}}</age><children>' +
   '<child><name>{{word}}</name><age>{{smallInt}}</age></child>'.repeat(children) + '</children></data>';
 
-const email = `bench-odata-${Date.now()}@example.org`;
-await createUserTask(ctx, email, 'bench password 123');
-await promoteUserTask(ctx, email);
-let auth: Record<string, string> = {};
-const call = async (method: string, path: string, body?: BodyInit, headers: Record<string, string> = {}) => {
-  const res = await app.fetch(new Request(`http://127.0.0.1${path}`, { method, body, headers: { ...auth, ...headers } }));
-  if (res.status !== 200) throw new Error(`${method} ${path} → ${res.status}: ${await res.text()}`);
-  return res;
-};
-const session = (await (await call('POST', '/v1/sessions', JSON.stringify({ email, password: 'bench password 123' }), {
-  'Content-Type': 'application/json',
-})).json()) as { token: string };
-auth = { Authorization: `Bearer ${session.token}` };
+const { call, auth } = await benchAdmin(ctx, app, 'odata');
 const project = await createProject(ctx, { name: `odata bench ${Date.now()}` });
 const P = `/v1/projects/${project.id}`;
 for (const xml of [soak.formXml, repeatXml]) await call('POST', `${P}/forms?publish=true`, xml, { 'Content-Type': 'application/xml' });
