@@ -4,35 +4,11 @@ import { and, eq } from 'drizzle-orm';
 import { describe, expect, test } from 'vitest';
 import { blobs, submissionAttachments, submissionDefs, submissions } from '../../../drizzle/schema';
 import { harness, json, type Harness } from '../../helpers/harness';
+import { multipart } from '../../helpers/submitting';
 
 const fixture = (path: string) => readFileSync(new URL(`../../../../shared/fixtures/${path}`, import.meta.url), 'utf8');
 const OR = { 'X-OpenRosa-Version': '1.0' };
 const md5 = (b: Uint8Array | string) => createHash('md5').update(b).digest('hex');
-
-/** A real multipart body, as Collect sends it: the XML part plus media parts named by file name. */
-function multipart(xml: string, files: Array<{ name: string; bytes: Uint8Array; type: string }> = []): { body: Uint8Array; type: string } {
-  const boundary = `----fieldbase${Math.random().toString(16).slice(2)}`;
-  const enc = new TextEncoder();
-  const parts: Uint8Array[] = [];
-  const push = (s: string) => parts.push(enc.encode(s));
-  push(`--${boundary}\r\nContent-Disposition: form-data; name="xml_submission_file"; filename="submission.xml"\r\nContent-Type: text/xml\r\n\r\n`);
-  push(xml);
-  push('\r\n');
-  for (const f of files) {
-    push(`--${boundary}\r\nContent-Disposition: form-data; name="${f.name}"; filename="${f.name}"\r\nContent-Type: ${f.type}\r\n\r\n`);
-    parts.push(f.bytes);
-    push('\r\n');
-  }
-  push(`--${boundary}--\r\n`);
-  const size = parts.reduce((n, p) => n + p.byteLength, 0);
-  const body = new Uint8Array(size);
-  let o = 0;
-  for (const p of parts) {
-    body.set(p, o);
-    o += p.byteLength;
-  }
-  return { body, type: `multipart/form-data; boundary=${boundary}` };
-}
 
 async function publish(h: Harness, form: string): Promise<void> {
   const res = await h.post(`/v1/projects/${h.projectId}/forms?publish=true`, { as: 'bob', body: fixture(`forms/${form}.xml`), headers: { 'Content-Type': 'application/xml' } });

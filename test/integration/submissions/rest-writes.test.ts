@@ -9,6 +9,7 @@ import { eq } from 'drizzle-orm';
 import { describe, expect, test } from 'vitest';
 import { submissionAttachments, submissionDefs, submissions } from '../../../drizzle/schema';
 import { harness, json, type As, type Harness } from '../../helpers/harness';
+import { multipart } from '../../helpers/submitting';
 
 const fixture = (path: string) => readFileSync(new URL(`../../../../shared/fixtures/${path}`, import.meta.url), 'utf8');
 const central = <T = Record<string, unknown>>(path: string) => JSON.parse(fixture(`central-outputs/${path}`)) as T;
@@ -65,27 +66,6 @@ async function put(h: Harness, form: string, id: string, xml: string, as: As = '
 /** An edit of `xml`: deprecatedID = its instanceID, and a new instanceID. */
 const edit = (xml: string, oldId: string, newId: string) =>
   xml.replace(`<instanceID>${oldId}</instanceID>`, `<deprecatedID>${oldId}</deprecatedID><instanceID>${newId}</instanceID>`);
-
-/** A real multipart body, as Collect sends it. */
-function multipart(xml: string, files: Array<{ name: string; bytes: Uint8Array; type: string }> = []): { body: Uint8Array; type: string } {
-  const boundary = `----rest${Math.random().toString(16).slice(2)}`;
-  const parts: Uint8Array[] = [];
-  const push = (s: string) => parts.push(enc.encode(s));
-  push(`--${boundary}\r\nContent-Disposition: form-data; name="xml_submission_file"; filename="submission.xml"\r\nContent-Type: text/xml\r\n\r\n${xml}\r\n`);
-  for (const f of files) {
-    push(`--${boundary}\r\nContent-Disposition: form-data; name="${f.name}"; filename="${f.name}"\r\nContent-Type: ${f.type}\r\n\r\n`);
-    parts.push(f.bytes);
-    push('\r\n');
-  }
-  push(`--${boundary}--\r\n`);
-  const body = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let o = 0;
-  for (const p of parts) {
-    body.set(p, o);
-    o += p.byteLength;
-  }
-  return { body, type: `multipart/form-data; boundary=${boundary}` };
-}
 
 /** POST P/submission (OpenRosa). */
 async function submitOpenRosa(h: Harness, as: As, xml: string, files: Array<{ name: string; bytes: Uint8Array; type: string }> = []): Promise<void> {
