@@ -1,0 +1,175 @@
+/**
+ * Reads an XLSForm workbook (.xlsx or .xls) into plain rows of strings, the way pyxform's
+ * xls2json_backends does: the first row holds the headers, each later row becomes a map of header to
+ * text, numbers and dates become pyxform's text for them, empty rows are dropped. Pure; SheetJS
+ * (@e965/xlsx, a republished 0.20 build) does the file format.
+ */
+import * as XLSX from '@e965/xlsx';
+import { unzipSync } from 'fflate';
+import { XlsFormError } from './types';
+
+/** One data row: its 1-based spreadsheet row number and its non-empty cells by header. */
+export interface SheetRow {
+  row: number;
+  cells: Map<string, string>;
+}
+
+/** One sheet: headers as written (trimmed; '' for an empty header cell) and its non-empty data rows. */
+export interface Sheet {
+  name: string;
+  headers: string[];
+  rows: SheetRow[];
+}
+
+/** Sheets by lowercase name. */
+export type Workbook = Map<string, Sheet>;
+
+/** Rows read from one sheet at most; beyond this the workbook is refused (bounded time and memory). */
+export const MAX_SHEET_ROWS = 100_000;
+/** Largest inflated size of one part of an .xlsx, and of all parts together (zip bomb guard). */
+const MAX_PART_BYTES = 64 * 1024 * 1024;
+const MAX_TOTAL_BYTES = 192 * 1024 * 1024;
+
+const isZip = (b: Uint8Array) => b.length >= 4 && b[0] === 0x50 && b[1] === 0x4b && b[2] === 0x03 && b[3] === 0x04;
+const isCfb = (b: Uint8Array) => b.length >= 8 && b[0] === 0xd0 && b[1] === 0xcf && b[2] === 0x11 && b[3] === 0xe0;
+
+const unreadable = () =>
+  new XlsFormError('The file could not be read as an XLSForm spreadsheet (.xlsx or .xls). Please check that it is a valid Excel workbook.');
+
+/**
+ * Refuses an .xlsx whose parts would inflate beyond the limits, from the sizes in its central
+ * directory, before anything is inflated. A part that lies about its size is cut at the declared
+ * size by the inflater, so memory stays bounded either way.
+ */
+function checkZip(bytes: Uint8Array): void {
+  let total = 0;
+  let hasWorkbook = false;
+  try {
+    unzipSync(bytes, {
+      filter: (f) => {
+        total += f.originalSize;
+        if (f.originalSize > MAX_PART_BYTES || total > MAX_TOTAL_BYTES) {
+          throw new XlsFormError(`The spreadsheet is too large once uncompressed (part ${f.name} is ${f.originalSize} bytes; the limit is ${MAX_PART_BYTES}).`);
+        }
+        if (/^xl\/workbook\.xml$/i.test(f.name)) hasWorkbook = true;
+        return false;
+      },
+    });
+  } catch (e) {
+    if (e instanceof XlsFormError) throw e;
+    throw unreadable();
+  }
+  if (!hasWorkbook) throw unreadable();
+}
+
+/** Python's str() of a float that is not a whole number (pyxform writes numbers with str()). */
+export function pythonFloat(x: number): string {
+  if (!Number.isFinite(x)) return x > 0 ? 'inf' : x < 0 ? '-inf' : 'nan';
+  if (Number.isInteger(x) && Math.abs(x) < 1e16) return `${x}.0`;
+  const [mant, expText] = x.toExponential().split('e') as [string, string];
+  const exp = Number(expText);
+  if (exp < -4 || exp >= 16) {
+    const m = mant.includes('.') ? mant : `${mant}.0`.replace(/\.0$/, '');
+    return `${m}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+  }
+  return String(x);
+}
+
+const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+
+/** A cell's text as pyxform reads it (xlsx_value_to_str / xls_value_to_unicode). */
+function cellText(cell: XLSX.CellObject | undefined, date1904: boolean): string {
+  if (!cell || cell.v == null) return '';
+  switch (cell.t) {
+    case 'b':
+      return cell.v ? 'TRUE' : 'FALSE';
+    case 'n': {
+      const v = cell.v as number;
+      const fmt = typeof cell.z === 'string' ? cell.z : '';
+      if (fmt && XLSX.SSF.is_date(fmt)) {
+        const d = XLSX.SSF.parse_date_code(v, { date1904 });
+        if (d) {
+          const time = `${pad(d.H)}:${pad(d.M)}:${pad(Math.floor(d.S))}`;
+          if (v < 1 && v >= 0) return time;
+          return `${d.y}-${pad(d.m)}-${pad(d.d)} ${time}`;
+        }
+      }
+      return Number.isInteger(v) ? String(v) : pythonFloat(v);
+    }
+    case 'd': {
+      const d = cell.v as Date;
+      return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
+    }
+    case 'e':
+      return '';
+    default:
+      // pyxform replaces non-breaking spaces with plain ones.
+      return String(cell.v).replace(/\u00a0/g, ' ');
+  }
+}
+
+/**
+ * Reads the workbook's sheets.
+ * @param bytes an .xlsx (zip) or .xls (BIFF in a compound file) workbook.
+ * @returns sheets by lowercase name; every value trimmed, empty cells and empty rows left out.
+ * @throws XlsFormError for an empty or unreadable file, a zip that is not a workbook, parts that
+ *   inflate beyond the limits (zip bomb), or a sheet of more than MAX_SHEET_ROWS rows. Pure.
+ */
+export function readWorkbook(bytes: Uint8Array): Workbook {
+  if (bytes.byteLength === 0) throw new XlsFormError('The uploaded spreadsheet is empty.');
+  if (isZip(bytes)) checkZip(bytes);
+  else if (!isCfb(bytes)) throw unreadable();
+  let wb: XLSX.WorkBook;
+  try {
+    wb = XLSX.read(bytes, {
+      type: 'array',
+      dense: true,
+      cellFormula: false,
+      cellHTML: false,
+      cellText: false,
+      cellStyles: false,
+      cellNF: true,
+      sheetRows: MAX_SHEET_ROWS + 2,
+    });
+  } catch {
+    throw unreadable();
+  }
+  if (!wb.SheetNames || wb.SheetNames.length === 0) throw unreadable();
+  const date1904 = Boolean(wb.Workbook?.WBProps?.date1904);
+  const out: Workbook = new Map();
+  for (const name of wb.SheetNames) {
+    const ws = wb.Sheets[name];
+    if (!ws) continue;
+    const data = (ws as unknown as { '!data'?: Array<Array<XLSX.CellObject | undefined> | undefined> })['!data'] ?? [];
+    const fullRef = ws['!fullref'] ?? ws['!ref'];
+    if (fullRef && XLSX.utils.decode_range(fullRef).e.r + 1 > MAX_SHEET_ROWS + 1) {
+      // Trailing blank rows with formatting count in the range; only refuse when data goes that far.
+      const lastData = data.length;
+      if (lastData > MAX_SHEET_ROWS + 1) {
+        throw new XlsFormError(`The '${name}' sheet has more than ${MAX_SHEET_ROWS} rows, more than this server converts.`);
+      }
+    }
+    let headers: string[] | null = null;
+    const rows: SheetRow[] = [];
+    for (let r = 0; r < data.length; r++) {
+      const line = data[r];
+      if (!line) continue;
+      const texts = Array.from(line, (c) => cellText(c, date1904));
+      if (headers == null) {
+        if (texts.every((t) => t.trim() === '')) continue;
+        headers = texts.map((t) => t.trim());
+        continue;
+      }
+      const cells = new Map<string, string>();
+      for (let c = 0; c < texts.length; c++) {
+        const h = headers[c];
+        const v = texts[c]!;
+        if (!h || v.trim() === '') continue;
+        cells.set(h, v);
+      }
+      if (cells.size > 0) rows.push({ row: r + 1, cells });
+    }
+    out.set(name.trim().toLowerCase(), { name, headers: headers ?? [], rows });
+  }
+  return out;
+}

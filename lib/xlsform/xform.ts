@@ -1,0 +1,561 @@
+/**
+ * Survey tree → XForm XML text, in the shape pyxform 4.5 writes (pretty_print=False). Pure.
+ * Reference: shared/reference/ (ODK XForms spec, entities), xlsform-spec.md.
+ */
+import { walk, yesNo, type ChoiceList, type Element, type Survey } from './build';
+import type { Text } from './sheets';
+import { questionType } from './types-table';
+import { XlsFormError } from './types';
+
+const escText = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escAttr = (s: string) => escText(s).replace(/"/g, '&quot;');
+const attrs = (a: Array<[string, string | undefined]>) =>
+  a.filter(([, v]) => v !== undefined).map(([k, v]) => ` ${k}="${escAttr(v!)}"`).join('');
+
+const rowAt = (n: number) => `[row : ${n}]`;
+const REF = /\$\{(last-saved#)?([^}]*)\}/g;
+const MEDIA_PREFIX: Record<string, string> = { image: 'jr://images/', 'big-image': 'jr://images/', audio: 'jr://audio/', video: 'jr://video/' };
+
+/** Elements that can be a ${} target: everything with a path but the root. */
+function ancestorsOf(el: Element): Element[] {
+  const out: Element[] = [];
+  for (let p: Element | undefined = el; p; p = p.parent) out.push(p);
+  return out.reverse();
+}
+
+function nearestRepeat(el: Element | undefined): Element | null {
+  for (let p = el; p; p = p.parent) if (p.kind === 'repeat') return p;
+  return null;
+}
+
+interface Ctx {
+  survey: Survey;
+  /** Translations: language → text id → values (form, xml text). */
+  itext: Map<string, Map<string, Array<{ form?: string; xml: string }>>>;
+  instances: Map<string, string>;
+  modelExtras: string[];
+  binds: string[];
+  meta: Element;
+}
+
+/** A context for resolving references: a path and, for relative paths, the element chain. */
+interface RefContext {
+  path: string;
+  el: Element;
+  column: string;
+  row: number;
+  useCurrent?: boolean;
+}
+
+/** Replaces `${name}` with the node's path, as pyxform does (absolute, or relative inside a shared repeat). */
+function resolve(ctx: Ctx, expr: string, where: RefContext, asOutput = false): string {
+  const absoluteOnly = /indexed-repeat\s*\(/.test(expr);
+  return expr.replace(REF, (_m, lastSaved: string | undefined, rawName: string) => {
+    const name = rawName.trim();
+    const targets = ctx.survey.byName.get(name);
+    if (!targets || targets.length === 0) {
+      throw new XlsFormError(
+        `${rowAt(where.row)} On the 'survey' sheet, the '${where.column}' value is invalid. Reference variables must contain a name from the 'survey' sheet. Could not find the name '${name}'.`,
+      );
+    }
+    const target = targets[0]!;
+    let path: string;
+    if (lastSaved) {
+      ctx.survey.usesLastSaved = true;
+      path = ` instance('__last-saved')${target.path} `;
+    } else {
+      path = ` ${relativeOrAbsolute(target, where, absoluteOnly)} `;
+    }
+    return asOutput ? `<output value="${escAttr(path)}"/>` : path;
+  });
+}
+
+function relativeOrAbsolute(target: Element, where: RefContext, absoluteOnly: boolean): string {
+  if (absoluteOnly) return target.path;
+  const repeat = nearestRepeat(target.parent);
+  if (!repeat) return target.path;
+  const ctxParts = where.path.split('/');
+  if (!where.path.startsWith(`${repeat.path}/`) && where.path !== repeat.path) return target.path;
+  if (where.path === repeat.path) return target.path;
+  const tParts = target.path.split('/');
+  let common = 0;
+  while (common < ctxParts.length && common < tParts.length && ctxParts[common] === tParts[common]) common++;
+  const up = ctxParts.length - common;
+  const rest = tParts.slice(common).join('/');
+  const steps = Array(up).fill('..').join('/');
+  const rel = rest ? `${steps}/${rest}` : steps;
+  return where.useCurrent ? `current()/${rel}` : rel;
+}
+
+/** Text with `${}` turned into `<output/>`, XML-escaped. */
+function outputText(ctx: Ctx, text: string, where: RefContext): { xml: string; outputs: boolean } {
+  let outputs = false;
+  let out = '';
+  let last = 0;
+  for (const m of text.matchAll(REF)) {
+    out += escText(text.slice(last, m.index));
+    out += resolve(ctx, m[0], where, true);
+    outputs = true;
+    last = m.index! + m[0].length;
+  }
+  out += escText(text.slice(last));
+  return { xml: out, outputs };
+}
+
+function addText(ctx: Ctx, lang: string, id: string, xml: string, form?: string): void {
+  let l = ctx.itext.get(lang);
+  if (!l) {
+    l = new Map();
+    ctx.itext.set(lang, l);
+  }
+  const values = l.get(id) ?? [];
+  values.push({ form, xml });
+  l.set(id, values);
+}
+
+function perLanguage(ctx: Ctx, t: Text): Array<[string, string]> {
+  return typeof t === 'string' ? [[ctx.survey.settings.defaultLanguage, t]] : [...t];
+}
+
+const needsItextLabel = (el: { label?: Text; media: Map<string, Text> }) =>
+  (el.label != null && typeof el.label !== 'string') || el.media.size > 0;
+
+/** Registers the label (and media) texts of an element; @returns the body <label>. */
+function labelXml(ctx: Ctx, el: Element, where: RefContext): string {
+  if (el.emptyLabel) return '<label/>';
+  if (needsItextLabel(el)) {
+    const id = `${el.path}:label`;
+    if (el.label != null) for (const [lang, v] of perLanguage(ctx, el.label)) addText(ctx, lang, id, outputText(ctx, v, where).xml);
+    for (const [col, t] of el.media) {
+      for (const [lang, v] of perLanguage(ctx, t)) addText(ctx, lang, id, escText(`${MEDIA_PREFIX[col]}${v}`), col);
+    }
+    return `<label ref="jr:itext('${id}')"/>`;
+  }
+  if (el.label == null) return '';
+  const { xml, outputs } = outputText(ctx, el.label as string, where);
+  return `<label>${outputs ? ` ${xml} ` : xml}</label>`;
+}
+
+function hintXml(ctx: Ctx, el: Element, where: RefContext): string {
+  let hint = el.hint;
+  if (hint == null && el.info && questionType(el.type) && (el.type === 'phone number' || el.type === 'phone')) hint = 'Enter numbers only.';
+  if ((hint != null && typeof hint !== 'string') || el.guidance != null) {
+    const id = `${el.path}:hint`;
+    if (hint != null) for (const [lang, v] of perLanguage(ctx, hint)) addText(ctx, lang, id, outputText(ctx, v, where).xml);
+    if (el.guidance != null) for (const [lang, v] of perLanguage(ctx, el.guidance)) addText(ctx, lang, id, outputText(ctx, v, where).xml, 'guidance');
+    return `<hint ref="jr:itext('${id}')"/>`;
+  }
+  if (hint == null) return '';
+  const { xml, outputs } = outputText(ctx, hint, where);
+  return `<hint>${outputs ? ` ${xml} ` : xml}</hint>`;
+}
+
+function messageAttr(ctx: Ctx, el: Element, t: Text | undefined, suffix: string): string | undefined {
+  if (t == null) return undefined;
+  if (typeof t === 'string') return t;
+  const id = `${el.path}:${suffix}`;
+  for (const [lang, v] of t) addText(ctx, lang, id, escText(v));
+  return `jr:itext('${id}')`;
+}
+
+const isDynamicDefault = (v: string) => /\$\{|[A-Za-z_][\w:-]*\s*\(|\/|\*|\s(div|mod|\+)\s/.test(v);
+
+/** The primary instance element for `el` (with a repeat's template copy). */
+function instanceXml(ctx: Ctx, el: Element, template: boolean): string {
+  const extra = attrs([...el.instanceAttrs].map(([k, v]) => [k, v] as [string, string]));
+  if (el.kind === 'question') {
+    if (el.info?.kind === 'external-instance') return '';
+    const dv = el.defaultValue != null && !isDynamicDefault(el.defaultValue) ? el.defaultValue : null;
+    return dv != null ? `<${el.name}${extra}>${escText(dv)}</${el.name}>` : `<${el.name}${extra}/>`;
+  }
+  const inner = el.children.map((c) => instanceXml(ctx, c, false)).join('');
+  if (el.kind === 'repeat' && !template) {
+    const t = `<${el.name} jr:template=""${extra}>${inner}</${el.name}>`;
+    return `${t}<${el.name}${extra}>${inner}</${el.name}>`;
+  }
+  return `<${el.name}${extra}>${inner}</${el.name}>`;
+}
+
+function bindXml(nodeset: string, a: Array<[string, string | undefined]>): string {
+  return `<bind${attrs([['nodeset', nodeset], ...a])}/>`;
+}
+
+const truthy = (v: string | undefined) => {
+  if (v == null) return undefined;
+  const b = yesNo(v);
+  return b === true ? 'true()' : b === false ? 'false()' : v;
+};
+
+/** Model binds, setvalues and actions for one element; body setvalues are returned for the control. */
+function modelFor(ctx: Ctx, el: Element): void {
+  const where: RefContext = { path: el.path, el, column: '', row: el.row };
+  const col = (c: string) => ({ ...where, column: el.original.get(c) ?? c });
+  if (el.kind === 'group' || el.kind === 'repeat') {
+    const a: Array<[string, string | undefined]> = [];
+    for (const [k, v] of el.bind) {
+      const column = k === 'relevant' ? 'relevant' : k === 'readonly' ? 'readonly' : k === 'required' ? 'required' : k;
+      a.push([k, k === 'required' || k === 'readonly' ? truthy(v) : resolve(ctx, v, col(column))]);
+    }
+    if (a.length > 0) ctx.binds.push(bindXml(el.path, a));
+    return;
+  }
+  const info = el.info!;
+  if (info.kind === 'external-instance') {
+    ctx.instances.set(el.name, `<instance id="${escAttr(el.name)}" src="${escAttr(info.src!(el.name))}"/>`);
+    return;
+  }
+  const a: Array<[string, string | undefined]> = [];
+  const triggered = el.trigger != null;
+  for (const [k, v] of Object.entries(info.bind)) a.push([k, v]);
+  const set = (k: string, v: string | undefined) => {
+    const i = a.findIndex(([x]) => x === k);
+    if (i >= 0) a[i] = [k, v];
+    else a.push([k, v]);
+  };
+  for (const [k, v] of el.bind) {
+    if (k === 'calculate' && triggered) continue;
+    if (k === 'required' || k === 'readonly') set(k, truthy(v));
+    else {
+      const column = k === 'calculate' ? 'calculation' : k;
+      set(k, resolve(ctx, v, col(column)));
+    }
+  }
+  if (el.constraintMessage != null) set('jr:constraintMsg', messageAttr(ctx, el, el.constraintMessage, 'jr:constraintMsg'));
+  if (el.requiredMessage != null) set('jr:requiredMsg', messageAttr(ctx, el, el.requiredMessage, 'jr:requiredMsg'));
+  if (el.saveTo) set('entities:saveto', el.saveTo);
+  // Parameters that become bind attributes.
+  const p = el.parameters;
+  if (el.type === 'image' && p.has('max-pixels')) set('orx:max-pixels', p.get('max-pixels'));
+  if ((el.type === 'audio') && p.has('quality')) set('odk:quality', p.get('quality'));
+  if (el.type === 'audit') {
+    for (const k of ['location-priority', 'location-min-interval', 'location-max-age', 'track-changes', 'identify-user', 'track-changes-reasons']) {
+      if (p.has(k)) set(`odk:${k}`, p.get(k));
+    }
+  }
+  if (['geopoint', 'geotrace', 'geoshape'].includes(el.type)) {
+    for (const k of ['allow-mock-accuracy']) if (p.has(k)) set(`odk:${k}`, p.get(k));
+  }
+  if (el.type === 'range') {
+    const decimal = ['start', 'end', 'step'].some((k) => p.has(k) && !/^-?\d+$/.test(p.get(k)!));
+    if (decimal) set('type', 'decimal');
+  }
+  if (info.bind.type !== undefined || a.length > 0) {
+    if (a.length > 0) ctx.binds.push(bindXml(el.path, a));
+  }
+  if (info.action === 'odk:recordaudio') {
+    ctx.binds.push(`<odk:recordaudio${attrs([['ref', el.path], ['event', 'odk-instance-load'], ['odk:quality', p.get('quality')]])}/>`);
+  }
+  if (info.action === 'odk:setgeopoint') {
+    ctx.binds.push(`<odk:setgeopoint${attrs([['ref', el.path], ['event', 'odk-instance-first-load']])}/>`);
+  }
+  if (el.defaultValue != null && isDynamicDefault(el.defaultValue)) {
+    ctx.binds.push(`<setvalue${attrs([['ref', el.path], ['event', 'odk-instance-first-load'], ['value', resolve(ctx, el.defaultValue, col('default'))]])}/>`);
+  }
+  // Secondary instances the expressions need.
+  for (const v of el.bind.values()) {
+    for (const m of v.matchAll(/pulldata\s*\(\s*['"]([^'"]+)['"]/g)) {
+      const id = m[1]!;
+      if (!ctx.instances.has(id)) ctx.instances.set(id, `<instance id="${escAttr(id)}" src="${escAttr(`jr://file-csv/${id}.csv`)}"/>`);
+    }
+  }
+}
+
+function itemsetNodeset(ctx: Ctx, el: Element, listId: string): string {
+  let base = `instance('${listId}')/root/item`;
+  if (el.choiceFilter) {
+    const where: RefContext = { path: el.path, el, column: el.original.get('choice_filter') ?? 'choice_filter', row: el.row, useCurrent: true };
+    base += `[${resolve(ctx, el.choiceFilter, where)}]`;
+  }
+  const randomize = yesNo(el.parameters.get('randomize'));
+  if (randomize) {
+    const seed = el.parameters.get('seed');
+    base = seed ? `randomize(${base}, ${resolve(ctx, seed, { path: el.path, el, column: 'parameters', row: el.row })})` : `randomize(${base})`;
+  }
+  return base;
+}
+
+/** The body XML of one element. */
+function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): string {
+  const where: RefContext = { path: el.path, el, column: 'label', row: el.row };
+  if (el.kind === 'group' || el.kind === 'repeat') {
+    const label = el.label != null || el.media.size > 0 ? labelXml(ctx, el, where) : '';
+    const inner = el.children.map((c) => bodyXml(ctx, c, triggers)).join('');
+    const control: Array<[string, string | undefined]> = [];
+    for (const [k, v] of el.control) control.push([k, v]);
+    if (el.kind === 'group') {
+      if (el.path === ctx.meta.path) return '';
+      return `<group${attrs([['ref', el.path], ...control])}>${label}${inner}</group>`;
+    }
+    const count = el.repeatCount;
+    const countAttr: Array<[string, string | undefined]> = [];
+    if (count != null) countAttr.push(['jr:count', /^\d+$/.test(count) ? count : resolve(ctx, count, { path: el.path, el, column: 'repeat_count', row: el.row })]);
+    const newRepeat = repeatSetvalues(ctx, el);
+    return `<group${attrs([['ref', el.path]])}>${label}<repeat${attrs([['nodeset', el.path], ...countAttr, ...control])}>${inner}${newRepeat}</repeat></group>`;
+  }
+  const info = el.info!;
+  if (info.kind === 'model' || info.kind === 'external-instance') return '';
+  const tag = info.tag!;
+  const control: Array<[string, string | undefined]> = [['ref', el.path]];
+  for (const [k, v] of Object.entries(info.control ?? {})) control.push([k, v]);
+  for (const [k, v] of el.control) control.push([k, v]);
+  const p = el.parameters;
+  if (el.type === 'range') {
+    control.push(['start', p.get('start') ?? '1'], ['end', p.get('end') ?? '10'], ['step', p.get('step') ?? '1']);
+  }
+  if (el.type === 'select one external') {
+    control.push(['query', itemsetNodeset(ctx, el, el.listName!)]);
+  }
+  const label = labelXml(ctx, el, where);
+  const hint = hintXml(ctx, el, { ...where, column: 'hint' });
+  if (!label && !hint && !el.generated) {
+    throw new XlsFormError(`${rowAt(el.row)} The survey element named '${el.name}' has no label or hint.`);
+  }
+  let items = '';
+  if (info.kind === 'select') {
+    let valueRef = 'name';
+    let labelRef = 'label';
+    if (el.itemsetFile) {
+      if (/\.geojson$/i.test(el.itemsetFile)) {
+        valueRef = 'id';
+        labelRef = 'title';
+      }
+      valueRef = p.get('value') ?? valueRef;
+      labelRef = p.get('label') ?? labelRef;
+    } else if (ctx.survey.lists.get(el.listName!)?.itext) {
+      labelRef = 'jr:itext(itextId)';
+    }
+    items = `<itemset nodeset="${escAttr(itemsetNodeset(ctx, el, el.listName!))}"><value ref="${escAttr(valueRef)}"/><label ref="${escAttr(labelRef)}"/></itemset>`;
+  }
+  let setvalues = '';
+  for (const target of triggers.get(el) ?? []) {
+    const calc = target.bind.get('calculate');
+    const value = calc != null ? resolve(ctx, calc, { path: target.path, el: target, column: 'calculation', row: target.row }) : undefined;
+    setvalues += `<setvalue${attrs([['ref', target.path], ['event', 'xforms-value-changed'], ['value', value]])}/>`;
+  }
+  if (el.defaultValue != null && isDynamicDefault(el.defaultValue) && nearestRepeat(el.parent)) {
+    setvalues += `<setvalue${attrs([['ref', el.path], ['event', 'odk-new-repeat'], ['value', resolve(ctx, el.defaultValue, { ...where, column: 'default' })]])}/>`;
+  }
+  return `<${tag}${attrs(control)}>${label}${hint}${items}${setvalues}</${tag}>`;
+}
+
+function repeatSetvalues(ctx: Ctx, repeat: Element): string {
+  const e = ctx.survey.entity;
+  if (!e || e.repeat !== repeat || e.entityId) return '';
+  return `<setvalue${attrs([['ref', `${repeat.path}/meta/entity/@id`], ['event', 'odk-new-repeat'], ['value', 'uuid()']])}/>`;
+}
+
+function choiceInstance(ctx: Ctx, list: ChoiceList): string {
+  const items = list.choices.map((c, i) => {
+    let inner = '';
+    if (list.itext) {
+      const id = `${list.name}-${i}`;
+      inner += `<itextId>${escText(id)}</itextId>`;
+      if (c.label != null) for (const [lang, v] of perLanguage(ctx, c.label)) addText(ctx, lang, id, escText(v));
+      for (const [col, t] of c.media) for (const [lang, v] of perLanguage(ctx, t)) addText(ctx, lang, id, escText(`${MEDIA_PREFIX[col]}${v}`), col);
+      inner += `<name>${escText(c.name)}</name>`;
+    } else {
+      inner += `<name>${escText(c.name)}</name>`;
+      if (c.label != null) inner += `<label>${escText(c.label as string)}</label>`;
+    }
+    for (const [k, v] of c.extra) inner += `<${k}>${escText(v)}</${k}>`;
+    return `<item>${inner}</item>`;
+  });
+  return `<instance id="${escAttr(list.name)}"><root>${items.join('')}</root></instance>`;
+}
+
+/** Entity declaration: the meta/entity element, its binds and setvalues. */
+function entityParts(ctx: Ctx, base: string): { element: string } {
+  const e = ctx.survey.entity!;
+  const entityPath = `${base}/meta/entity`;
+  const el = e.repeat ?? ctx.survey.root;
+  const where = (column: string): RefContext => ({ path: `${entityPath}/label`, el, column, row: e.row });
+  const resolveE = (expr: string, column: string) => resolve(ctx, expr, where(column)).replace(/^(?!\s)/, '');
+  const creating = !e.entityId || e.createIf != null;
+  const updating = e.entityId != null;
+  const a: Array<[string, string | undefined]> = [['dataset', e.dataset]];
+  if (creating) a.push(['create', '1']);
+  if (updating) a.push(['update', '1'], ['baseVersion', ''], ['trunkVersion', ''], ['branchId', '']);
+  a.push(['id', '']);
+  if (e.createIf) ctx.binds.push(bindXml(`${entityPath}/@create`, [['calculate', resolveE(e.createIf, 'create_if')], ['readonly', 'true()'], ['type', 'string']]));
+  if (e.updateIf) ctx.binds.push(bindXml(`${entityPath}/@update`, [['calculate', resolveE(e.updateIf, 'update_if')], ['readonly', 'true()'], ['type', 'string']]));
+  if (updating) {
+    const id = resolveE(e.entityId!, 'entity_id');
+    for (const [attr, field] of [['baseVersion', '__version'], ['trunkVersion', '__trunkVersion'], ['branchId', '__branchId']] as const) {
+      ctx.binds.push(bindXml(`${entityPath}/@${attr}`, [['calculate', `instance('${e.dataset}')/root/item[name=${id}]/${field}`], ['readonly', 'true()'], ['type', 'string']]));
+    }
+    ctx.binds.push(bindXml(`${entityPath}/@id`, [['readonly', 'true()'], ['type', 'string'], ['calculate', id]]));
+  } else {
+    ctx.binds.push(bindXml(`${entityPath}/@id`, [['readonly', 'true()'], ['type', 'string']]));
+    ctx.binds.push(`<setvalue${attrs([['ref', `${entityPath}/@id`], ['event', 'odk-instance-first-load'], ['value', 'uuid()']])}/>`);
+  }
+  let label = '';
+  if (e.label) {
+    ctx.binds.push(bindXml(`${entityPath}/label`, [['calculate', resolveE(e.label, 'label')], ['readonly', 'true()'], ['type', 'string']]));
+    label = '<label/>';
+  }
+  return { element: `<entity${attrs(a)}>${label}</entity>` };
+}
+
+/**
+ * Renders the XForm for a built survey.
+ * @returns the XML text (pyxform 4.5's structure, no pretty printing). @throws XlsFormError for
+ *   unknown `${}` references and controls with neither label nor hint. Pure.
+ */
+export function renderXForm(survey: Survey): string {
+  const s = survey.settings;
+  const root = survey.root;
+  // The meta group: audit questions move here; instanceID and instanceName are added.
+  const meta: Element = {
+    kind: 'group', row: 0, name: 'meta', type: 'begin group', media: new Map(), bind: new Map(), control: new Map(),
+    instanceAttrs: new Map(), parameters: new Map(), children: [], path: `${root.path}/meta`, parent: root, original: new Map(), generated: true,
+  };
+  const audits: Element[] = [];
+  for (const el of [...walk(root)]) {
+    if (el.info?.meta) {
+      const parent = el.parent!;
+      parent.children = parent.children.filter((c) => c !== el);
+      audits.push(el);
+    }
+  }
+  const mk = (name: string, bind: Record<string, string>): Element => ({
+    kind: 'question', row: 0, name, type: 'calculate', info: { kind: 'model', bind }, media: new Map(), bind: new Map(), control: new Map(),
+    instanceAttrs: new Map(), parameters: new Map(), children: [], path: `${meta.path}/${name}`, parent: meta, original: new Map(), generated: true,
+  });
+  for (const a of audits) {
+    a.parent = meta;
+    a.path = `${meta.path}/${a.name}`;
+    meta.children.push(a);
+  }
+  meta.children.push(mk('instanceID', { type: 'string', readonly: 'true()', 'jr:preload': 'uid' }));
+  if (s.instanceName) {
+    const n = mk('instanceName', { type: 'string' });
+    n.bind.set('calculate', s.instanceName);
+    n.original = new Map([['calculation', 'instance_name']]);
+    meta.children.push(n);
+  }
+  root.children.push(meta);
+  for (const [, list] of survey.byName) void list;
+  survey.byName.set('instanceID', [meta.children.find((c) => c.name === 'instanceID')!]);
+
+  const ctx: Ctx = { survey, itext: new Map(), instances: new Map(), modelExtras: [], binds: [], meta };
+  // Choice lists first (pyxform's translation order), then the survey's elements.
+  const choiceInstances = survey.listOrder.map((n) => choiceInstance(ctx, survey.lists.get(n)!));
+
+  // Select-from-file instances.
+  for (const el of walk(root)) {
+    if (el.itemsetFile && !ctx.instances.has(el.listName!)) {
+      const src = /\.csv$/i.test(el.itemsetFile) ? `jr://file-csv/${el.itemsetFile}` : `jr://file/${el.itemsetFile}`;
+      ctx.instances.set(el.listName!, `<instance id="${escAttr(el.listName!)}" src="${escAttr(src)}"/>`);
+    }
+  }
+
+  // Triggers: source element → targets.
+  const triggers = new Map<Element, Element[]>();
+  for (const el of walk(root)) {
+    if (!el.trigger) continue;
+    const m = /^\s*\$\{([^}]+)\}\s*$/.exec(el.trigger);
+    const source = m ? survey.byName.get(m[1]!.trim())?.[0] : undefined;
+    if (!source) {
+      throw new XlsFormError(
+        `${rowAt(el.row)} On the 'survey' sheet, the 'trigger' value is invalid. Reference variables must contain a name from the 'survey' sheet. Could not find the name '${m?.[1] ?? el.trigger}'.`,
+      );
+    }
+    const list = triggers.get(source) ?? [];
+    list.push(el);
+    triggers.set(source, list);
+  }
+
+  // Entities: the meta/entity element, in the repeat or at the top.
+  let entityXml = '';
+  if (survey.entity) {
+    const base = survey.entity.repeat ? survey.entity.repeat.path : root.path;
+    entityXml = entityParts(ctx, base).element;
+  }
+
+  for (const el of walk(root)) if (el !== root && el !== meta) modelFor(ctx, el);
+  const body = root.children.map((c) => bodyXml(ctx, c, triggers)).join('');
+
+  // Primary instance, with the entity element in its meta.
+  let inner = root.children.filter((c) => c !== meta).map((c) => {
+    if (survey.entity?.repeat === c) return repeatWithEntity(ctx, c, entityXml);
+    return instanceXml(ctx, c, false);
+  }).join('');
+  const metaInner = (survey.entity && !survey.entity.repeat ? entityXml : '') + meta.children.map((c) => instanceXml(ctx, c, false)).join('');
+  inner += `<meta>${metaInner}</meta>`;
+  const rootAttrs = attrs([['id', s.id], ['version', s.version]]);
+  const primary = `<instance><${root.name}${rootAttrs}>${inner}</${root.name}></instance>`;
+
+  if (survey.usesLastSaved) ctx.instances.set('__last-saved', `<instance id="__last-saved" src="jr://instance/last-saved"/>`);
+
+  const itext = renderItext(ctx);
+  const submission =
+    s.submissionUrl || s.publicKey || s.autoSend || s.autoDelete
+      ? `<submission${attrs([
+          ['action', s.submissionUrl],
+          ['base64RsaPublicKey', s.publicKey],
+          ['method', 'post'],
+          ['orx:auto-send', s.autoSend],
+          ['orx:auto-delete', s.autoDelete],
+        ])}/>`
+      : '';
+  const entitiesVersion = survey.entity ? (survey.entity.repeat ? '2025.1.0' : '2024.1.0') : undefined;
+  const modelAttrs = attrs([['odk:xforms-version', '1.0.0'], ['entities:entities-version', entitiesVersion]]);
+  const model = `<model${modelAttrs}>${itext}${submission}${primary}${[...ctx.instances.values()].join('')}${choiceInstances.join('')}${ctx.binds.join('')}</model>`;
+  const ns = [
+    ['xmlns', 'http://www.w3.org/2002/xforms'],
+    ['xmlns:h', 'http://www.w3.org/1999/xhtml'],
+    ['xmlns:ev', 'http://www.w3.org/2001/xml-events'],
+    ['xmlns:xsd', 'http://www.w3.org/2001/XMLSchema'],
+    ['xmlns:jr', 'http://openrosa.org/javarosa'],
+    ['xmlns:orx', 'http://openrosa.org/xforms'],
+    ['xmlns:odk', 'http://www.opendatakit.org/xforms'],
+  ] as Array<[string, string]>;
+  if (survey.entity) ns.push(['xmlns:entities', 'http://www.opendatakit.org/xforms/entities']);
+  if (s.namespaces) {
+    for (const m of s.namespaces.matchAll(/([A-Za-z_][\w.-]*)\s*=\s*["']([^"']*)["']/g)) ns.push([`xmlns:${m[1]}`, m[2]!]);
+  }
+  const title = `<h:title>${escText(s.title ?? s.id)}</h:title>`;
+  const bodyAttrs = attrs([['class', s.style]]);
+  return `<?xml version="1.0"?><h:html${attrs(ns)}><h:head>${title}${model}</h:head><h:body${bodyAttrs}>${body}</h:body></h:html>`;
+}
+
+function repeatWithEntity(ctx: Ctx, repeat: Element, entityXml: string): string {
+  const inner = repeat.children.map((c) => instanceXml(ctx, c, false)).join('') + `<meta>${entityXml}</meta>`;
+  return `<${repeat.name} jr:template="">${inner}</${repeat.name}><${repeat.name}>${inner}</${repeat.name}>`;
+}
+
+function renderItext(ctx: Ctx): string {
+  if (ctx.itext.size === 0) return '';
+  const langs = [...ctx.itext.keys()];
+  // Languages that give a text id a plain (or guidance) value: the others get '-', as pyxform does.
+  const forms = new Map<string, Set<string>>();
+  for (const texts of ctx.itext.values()) {
+    for (const [id, values] of texts) {
+      const set = forms.get(id) ?? new Set<string>();
+      for (const v of values) if (v.form == null || v.form === 'guidance') set.add(v.form ?? '');
+      forms.set(id, set);
+    }
+  }
+  for (const lang of langs) {
+    const texts = ctx.itext.get(lang)!;
+    for (const [id, set] of forms) {
+      for (const f of set) {
+        const values = texts.get(id);
+        const has = values?.some((v) => (v.form ?? '') === f);
+        if (has) continue;
+        const list = values ?? [];
+        list.push({ form: f || undefined, xml: '-' });
+        texts.set(id, list);
+      }
+    }
+  }
+  const def = ctx.survey.settings.defaultLanguage;
+  const translations = langs.map((lang) => {
+    const texts = ctx.itext.get(lang)!;
+    const inner = [...texts]
+      .map(([id, values]) => `<text id="${escAttr(id)}">${values.map((v) => `<value${v.form ? ` form="${escAttr(v.form)}"` : ''}>${v.xml}</value>`).join('')}</text>`)
+      .join('');
+    return `<translation${attrs([['lang', lang], ['default', lang === def ? 'true()' : undefined]])}>${inner}</translation>`;
+  });
+  return `<itext>${translations.join('')}</itext>`;
+}
