@@ -204,7 +204,7 @@ function readChoices(parsed: ParsedSheet | null, warnings: string[], allowDuplic
     }
     const label = textOf(row, 'label');
     const media = mediaOf(row);
-    if (label == null && media.size === 0) {
+    if (label == null) {
       warnings.push(`${rowAt(row.row)} On the 'choices' sheet, the 'label' value is invalid. Choices should have a label. Learn more: https://xlsform.org/en/#setting-up-your-worksheets`);
     }
     if (!allowDuplicates && list.choices.some((c) => c.name === name)) {
@@ -224,9 +224,9 @@ function readChoices(parsed: ParsedSheet | null, warnings: string[], allowDuplic
 function splitType(raw: string): { base: string; arg?: string; orOther: boolean } {
   let t = raw.trim().replace(/\s+/g, ' ');
   let orOther = false;
-  if (/ or[_ ]other$/i.test(t)) {
+  if (/ or[_ ]other$| or specify other$/i.test(t)) {
     orOther = true;
-    t = t.replace(/ or[_ ]other$/i, '');
+    t = t.replace(/ or[_ ]other$| or specify other$/i, '');
   }
   const m = /^(select_one_from_file|select_multiple_from_file|select_one_external|select one external|select_one|select one|select_multiple|select multiple|select all that apply|select1|rank)\s+(?:from\s+)?(\S+)$/i.exec(t)
     ?? /^(select one from|select all that apply from|select_one from|select_multiple from|add select one prompt using|add select multiple prompt using)\s+(\S+)$/i.exec(t);
@@ -319,7 +319,8 @@ function fillElement(el: Element, row: Row): void {
  */
 export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
   const warnings: string[] = [];
-  const surveySheet = book.get('survey');
+  // A workbook of one sheet is read as the survey, whatever its name (pyxform does the same).
+  const surveySheet = book.get('survey') ?? (book.size === 1 ? [...book.values()][0] : undefined);
   if (!surveySheet) {
     throw new XlsFormError("You must have a sheet named 'survey'. ");
   }
@@ -419,7 +420,10 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     el.info = info;
     fillElement(el, row);
     el.parent = parent;
-    if (info.kind === 'select') {
+    if (canonical === 'select one external') {
+      el.listName = arg!;
+      externalLists.add(arg!);
+    } else if (info.kind === 'select') {
       if (canonical === 'select one from file' || canonical === 'select multiple from file') {
         const m = /^(.+)\.(csv|xml|geojson)$/i.exec(arg!);
         if (!m) {
@@ -427,9 +431,6 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
         }
         el.itemsetFile = arg!;
         el.listName = m[1]!;
-      } else if (canonical === 'select one external') {
-        el.listName = arg!;
-        externalLists.add(arg!);
       } else {
         el.listName = arg!;
         if (!choices) {
@@ -490,10 +491,26 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     if (!el.orOther || !el.listName) continue;
     const list = lists.get(el.listName);
     if (list && !list.choices.some((c) => c.name === 'other')) {
-      list.choices.push({ row: 0, name: 'other', label: 'Other', media: new Map(), extra: [] });
+      // In a translated list, 'Other' is given (untranslated) in each of the list's languages.
+      const langs = new Set<string>();
+      for (const c of list.choices) if (c.label != null && typeof c.label !== 'string') for (const l of c.label.keys()) langs.add(l);
+      const label: Text = langs.size > 0 ? new Map([...langs].map((l) => [l, 'Other'])) : 'Other';
+      list.choices.push({ row: 0, name: 'other', label, media: new Map(), extra: [] });
     }
   }
 
+  // A repeat_count that is not a single ${} reference gets its own calculate, `<repeat>_count`.
+  for (const el of [...walk(root)]) {
+    if (el.kind !== 'repeat' || el.repeatCount == null || /^\s*\$\{[^}]+\}\s*$/.test(el.repeatCount)) continue;
+    const calc = newElement('question', null, `${el.name}_count`, 'calculate');
+    calc.info = { kind: 'model', bind: { readonly: 'true()', type: 'string' } };
+    calc.bind.set('calculate', el.repeatCount);
+    calc.original = new Map([['calculation', 'repeat_count']]);
+    calc.row = el.row;
+    calc.generated = true;
+    const siblings = el.parent!.children;
+    siblings.splice(siblings.indexOf(el), 0, calc);
+  }
   expandLoops(root, lists);
   assignPaths(root, root.path);
   const byName = new Map<string, Element[]>();
@@ -712,7 +729,7 @@ function languageReport(survey: ParsedSheet, choices: ParsedSheet | null, defaul
     }
     const all = new Set<string>();
     for (const s of byLang.values()) for (const c of s) all.add(c);
-    for (const [lang, cols] of byLang) {
+    for (const [lang, cols] of [...byLang].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       const lacking = [...all].filter((c) => !cols.has(c)).sort();
       if (lacking.length === 0) continue;
       out.push(

@@ -228,6 +228,12 @@ export function parseSheet(sheet: Sheet, kind: SheetKind, defaultLanguage: strin
   const rows: Row[] = [];
   for (const r of sheet.rows) {
     const row: Row = { row: r.row, values: new Map(), texts: new Map(), original: new Map(), raw: [] };
+    // pyxform groups a row's `label` with its `label::lang` values only when the row has one of
+    // those: then the plain value is the default language's; otherwise it stays a plain string.
+    const rowLangs = new Set<string>();
+    for (const p of plans) {
+      if (p.key && p.lang != null && TRANSLATABLE.has(p.key) && (r.cells.get(p.header) ?? '').trim() !== '') rowLangs.add(p.key);
+    }
     for (const p of plans) {
       if (!p.key) continue;
       const rawValue = r.cells.get(p.header);
@@ -236,8 +242,7 @@ export function parseSheet(sheet: Sheet, kind: SheetKind, defaultLanguage: strin
       if (value === '') continue;
       row.raw.push([p.header, value]);
       row.original.set(p.key, p.header);
-      const langs = columnLanguages.get(p.key);
-      const translated = p.lang != null || (langs != null && [...langs].some((l) => l !== ''));
+      const translated = p.lang != null || rowLangs.has(p.key);
       if (TRANSLATABLE.has(p.key) && translated) {
         const m = row.texts.get(p.key) ?? new Map<string, string>();
         m.set(p.lang ?? defaultLanguage, value);

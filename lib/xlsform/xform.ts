@@ -154,7 +154,8 @@ function messageAttr(ctx: Ctx, el: Element, t: Text | undefined, suffix: string)
   if (t == null) return undefined;
   if (typeof t === 'string') return t;
   const id = `${el.path}:${suffix}`;
-  for (const [lang, v] of t) addText(ctx, lang, id, escText(v));
+  const where: RefContext = { path: el.path, el, column: suffix, row: el.row };
+  for (const [lang, v] of t) addText(ctx, lang, id, outputText(ctx, v, where).xml);
   return `jr:itext('${id}')`;
 }
 
@@ -162,15 +163,18 @@ const isDynamicDefault = (v: string) => /\$\{|[A-Za-z_][\w:-]*\s*\(|\/|\*|\s(div
 
 /** The primary instance element for `el` (with a repeat's template copy). */
 function instanceXml(ctx: Ctx, el: Element, template: boolean): string {
-  const extra = attrs([...el.instanceAttrs].map(([k, v]) => [k, v] as [string, string]));
+  const where: RefContext = { path: el.path, el, column: 'instance', row: el.row };
+  const extra = attrs([...el.instanceAttrs].map(([k, v]) => [k, resolve(ctx, v, where)] as [string, string]));
   if (el.kind === 'question') {
     if (el.info?.kind === 'external-instance') return '';
+    if (template) return `<${el.name}${el.defaultValue != null && !isDynamicDefault(el.defaultValue) ? `>${escText(el.defaultValue)}</${el.name}>` : '/>'}`;
     const dv = el.defaultValue != null && !isDynamicDefault(el.defaultValue) ? el.defaultValue : null;
     return dv != null ? `<${el.name}${extra}>${escText(dv)}</${el.name}>` : `<${el.name}${extra}/>`;
   }
   const inner = el.children.map((c) => instanceXml(ctx, c, false)).join('');
   if (el.kind === 'repeat' && !template) {
-    const t = `<${el.name} jr:template=""${extra}>${inner}</${el.name}>`;
+    // The template copy carries no instance:: attributes (pyxform).
+    const t = `<${el.name} jr:template="">${el.children.map((c) => instanceXml(ctx, c, true)).join('')}</${el.name}>`;
     return `${t}<${el.name}${extra}>${inner}</${el.name}>`;
   }
   return `<${el.name}${extra}>${inner}</${el.name}>`;
@@ -180,10 +184,11 @@ function bindXml(nodeset: string, a: Array<[string, string | undefined]>): strin
   return `<bind${attrs([['nodeset', nodeset], ...a])}/>`;
 }
 
-const truthy = (v: string | undefined) => {
+/** required / readonly: yes/no words become true() / false(); anything else is an expression. */
+const truthy = (v: string | undefined, expr: (x: string) => string) => {
   if (v == null) return undefined;
   const b = yesNo(v);
-  return b === true ? 'true()' : b === false ? 'false()' : v;
+  return b === true ? 'true()' : b === false ? 'false()' : expr(v);
 };
 
 /** Model binds, setvalues and actions for one element; body setvalues are returned for the control. */
@@ -194,7 +199,7 @@ function modelFor(ctx: Ctx, el: Element): void {
     const a: Array<[string, string | undefined]> = [];
     for (const [k, v] of el.bind) {
       const column = k === 'relevant' ? 'relevant' : k === 'readonly' ? 'readonly' : k === 'required' ? 'required' : k;
-      a.push([k, k === 'required' || k === 'readonly' ? truthy(v) : resolve(ctx, v, col(column))]);
+      a.push([k, k === 'required' || k === 'readonly' ? truthy(v, (x) => resolve(ctx, x, col(column))) : resolve(ctx, v, col(column))]);
     }
     if (a.length > 0) ctx.binds.push(bindXml(el.path, a));
     return;
@@ -214,7 +219,7 @@ function modelFor(ctx: Ctx, el: Element): void {
   };
   for (const [k, v] of el.bind) {
     if (k === 'calculate' && triggered) continue;
-    if (k === 'required' || k === 'readonly') set(k, truthy(v));
+    if (k === 'required' || k === 'readonly') set(k, truthy(v, (x) => resolve(ctx, x, col(k))));
     else {
       const column = k === 'calculate' ? 'calculation' : k;
       set(k, resolve(ctx, v, col(column)));
@@ -288,7 +293,10 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
     }
     const count = el.repeatCount;
     const countAttr: Array<[string, string | undefined]> = [];
-    if (count != null) countAttr.push(['jr:count', /^\d+$/.test(count) ? count : resolve(ctx, count, { path: el.path, el, column: 'repeat_count', row: el.row })]);
+    if (count != null) {
+      const single = /^\s*\$\{[^}]+\}\s*$/.test(count);
+      countAttr.push(['jr:count', single ? resolve(ctx, count, { path: el.path, el, column: 'repeat_count', row: el.row }) : ` ${el.path}_count `]);
+    }
     const newRepeat = repeatSetvalues(ctx, el);
     return `<group${attrs([['ref', el.path]])}>${label}<repeat${attrs([['nodeset', el.path], ...countAttr, ...control])}>${inner}${newRepeat}</repeat></group>`;
   }
@@ -297,8 +305,12 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
   const tag = info.tag!;
   const control: Array<[string, string | undefined]> = [['ref', el.path]];
   for (const [k, v] of Object.entries(info.control ?? {})) control.push([k, v]);
-  for (const [k, v] of el.control) control.push([k, v]);
+  for (const [k, v] of el.control) control.push([k, v.includes('${') ? resolve(ctx, v, { ...where, column: k }) : v]);
   const p = el.parameters;
+  if (['geopoint', 'geotrace', 'geoshape'].includes(el.type)) {
+    if (p.has('capture-accuracy')) control.push(['accuracyThreshold', p.get('capture-accuracy')]);
+    if (p.has('warning-accuracy')) control.push(['unacceptableAccuracyThreshold', p.get('warning-accuracy')]);
+  }
   if (el.type === 'range') {
     control.push(['start', p.get('start') ?? '1'], ['end', p.get('end') ?? '10'], ['step', p.get('step') ?? '1']);
   }
@@ -350,7 +362,8 @@ function choiceInstance(ctx: Ctx, list: ChoiceList): string {
     if (list.itext) {
       const id = `${list.name}-${i}`;
       inner += `<itextId>${escText(id)}</itextId>`;
-      if (c.label != null) for (const [lang, v] of perLanguage(ctx, c.label)) addText(ctx, lang, id, escText(v));
+      const where: RefContext = { path: ctx.survey.root.path, el: ctx.survey.root, column: 'label', row: c.row };
+      if (c.label != null) for (const [lang, v] of perLanguage(ctx, c.label)) addText(ctx, lang, id, outputText(ctx, v, where).xml);
       for (const [col, t] of c.media) for (const [lang, v] of perLanguage(ctx, t)) addText(ctx, lang, id, escText(`${MEDIA_PREFIX[col]}${v}`), col);
       inner += `<name>${escText(c.name)}</name>`;
     } else {
@@ -539,6 +552,7 @@ function renderItext(ctx: Ctx): string {
   for (const lang of langs) {
     const texts = ctx.itext.get(lang)!;
     for (const [id, set] of forms) {
+      if (!texts.has(id)) texts.set(id, []);
       for (const f of set) {
         const values = texts.get(id);
         const has = values?.some((v) => (v.form ?? '') === f);
@@ -553,7 +567,7 @@ function renderItext(ctx: Ctx): string {
   const translations = langs.map((lang) => {
     const texts = ctx.itext.get(lang)!;
     const inner = [...texts]
-      .map(([id, values]) => `<text id="${escAttr(id)}">${values.map((v) => `<value${v.form ? ` form="${escAttr(v.form)}"` : ''}>${v.xml}</value>`).join('')}</text>`)
+      .map(([id, values]) => values.length === 0 ? `<text id="${escAttr(id)}"/>` : `<text id="${escAttr(id)}">${values.map((v) => `<value${v.form ? ` form="${escAttr(v.form)}"` : ''}>${v.xml}</value>`).join('')}</text>`)
       .join('');
     return `<translation${attrs([['lang', lang], ['default', lang === def ? 'true()' : undefined]])}>${inner}</translation>`;
   });
