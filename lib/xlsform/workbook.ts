@@ -5,7 +5,7 @@
  * (@e965/xlsx, a republished 0.20 build) does the file format.
  */
 import * as XLSX from '@e965/xlsx';
-import { unzipSync } from 'fflate';
+import { unzipSync, zipSync } from 'fflate';
 import { XlsFormError } from './types';
 
 /** One data row: its 1-based spreadsheet row number and its non-empty cells by header. */
@@ -41,18 +41,20 @@ const unreadable = () =>
  * directory, before anything is inflated. A part that lies about its size is cut at the declared
  * size by the inflater, so memory stays bounded either way.
  */
-function checkZip(bytes: Uint8Array): void {
+function checkZip(bytes: Uint8Array): Record<string, Uint8Array> {
   let total = 0;
   let hasWorkbook = false;
+  let files: Record<string, Uint8Array>;
   try {
-    unzipSync(bytes, {
+    files = unzipSync(bytes, {
       filter: (f) => {
         total += f.originalSize;
         if (f.originalSize > MAX_PART_BYTES || total > MAX_TOTAL_BYTES) {
           throw new XlsFormError(`The spreadsheet is too large once uncompressed (part ${f.name} is ${f.originalSize} bytes; the limit is ${MAX_PART_BYTES}).`);
         }
         if (/^xl\/workbook\.xml$/i.test(f.name)) hasWorkbook = true;
-        return false;
+        // Pictures, printer settings and the like are not read.
+        return !/^xl\/(media|printerSettings|drawings|embeddings)\//i.test(f.name);
       },
     });
   } catch (e) {
@@ -60,6 +62,40 @@ function checkZip(bytes: Uint8Array): void {
     throw unreadable();
   }
   if (!hasWorkbook) throw unreadable();
+  return files;
+}
+
+/**
+ * Drops worksheet cells that hold no value (`<c r="T1" s="3"/>`: formatting only) before SheetJS
+ * parses the sheets. Templates such as ODK's format thousands of empty cells per sheet, which
+ * would otherwise dominate the conversion time. The result is a stored (uncompressed) zip.
+ */
+function slimXlsx(files: Record<string, Uint8Array>): Uint8Array {
+  const dec = new TextDecoder();
+  const enc = new TextEncoder();
+  for (const name of Object.keys(files)) {
+    if (!/^xl\/worksheets\/[^/]+\.xml$/i.test(name)) continue;
+    const text = dec.decode(files[name]!);
+    files[name] = enc.encode(text.replace(/<c\b[^>]*\/>/g, ''));
+  }
+  return zipSync(files, { level: 0 });
+}
+
+const XLSFORM_SHEETS = new Set(['survey', 'choices', 'settings', 'entities', 'external_choices']);
+
+/**
+ * The sheets of an .xlsx worth parsing: the XLSForm sheets (any case), or every sheet when none has
+ * an XLSForm name (a one-sheet workbook is read as the survey).
+ */
+function sheetNamesToRead(files: Record<string, Uint8Array>): string[] | undefined {
+  const wb = files['xl/workbook.xml'];
+  if (!wb) return undefined;
+  const text = new TextDecoder().decode(wb);
+  const names = [...text.matchAll(/<(?:\w+:)?sheet\b[^>]*\bname="([^"]*)"/g)].map((m) =>
+    m[1]!.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&'),
+  );
+  const wanted = names.filter((n) => XLSFORM_SHEETS.has(n.trim().toLowerCase()));
+  return wanted.length > 0 ? wanted : undefined;
 }
 
 /** Python's str() of a float that is not a whole number (pyxform writes numbers with str()). */
@@ -117,11 +153,17 @@ function cellText(cell: XLSX.CellObject | undefined, date1904: boolean): string 
  */
 export function readWorkbook(bytes: Uint8Array): Workbook {
   if (bytes.byteLength === 0) throw new XlsFormError('The uploaded spreadsheet is empty.');
-  if (isZip(bytes)) checkZip(bytes);
-  else if (!isCfb(bytes)) throw unreadable();
+  let input = bytes;
+  let wanted: string[] | undefined;
+  if (isZip(bytes)) {
+    const files = checkZip(bytes);
+    wanted = sheetNamesToRead(files);
+    input = slimXlsx(files);
+  } else if (!isCfb(bytes)) throw unreadable();
   let wb: XLSX.WorkBook;
   try {
-    wb = XLSX.read(bytes, {
+    wb = XLSX.read(input, {
+      ...(wanted ? { sheets: wanted } : {}),
       type: 'array',
       dense: true,
       cellFormula: false,
