@@ -189,6 +189,7 @@ function readChoices(parsed: ParsedSheet | null, warnings: string[], allowDuplic
   const order: string[] = [];
   if (!parsed) return { lists, order };
   const skip = new Set(['list_name', 'name', 'label', ...MEDIA_COLUMNS]);
+  const names = new Map<string, Set<string>>();
   for (const row of parsed.rows) {
     const listName = row.values.get('list_name');
     if (!listName) continue;
@@ -201,19 +202,22 @@ function readChoices(parsed: ParsedSheet | null, warnings: string[], allowDuplic
       list = { name: listName, choices: [], itext: false };
       lists.set(listName, list);
       order.push(listName);
+      names.set(listName, new Set());
     }
+    const seenNames = names.get(listName)!;
     const label = textOf(row, 'label');
     const media = mediaOf(row);
     if (label == null) {
       warnings.push(`${rowAt(row.row)} On the 'choices' sheet, the 'label' value is invalid. Choices should have a label. Learn more: https://xlsform.org/en/#setting-up-your-worksheets`);
     }
-    if (!allowDuplicates && list.choices.some((c) => c.name === name)) {
+    if (!allowDuplicates && seenNames.has(name)) {
       throw new XlsFormError(
         `${rowAt(row.row)} On the 'choices' sheet, the 'name' value is invalid. Choice names must be unique for each choice list. If this is intentional, use the setting 'allow_choice_duplicates'. Learn more: https://xlsform.org/#choice-names.`,
       );
     }
     const extra: Array<[string, string]> = [];
     for (const [k, val] of row.values) if (!skip.has(k) && !k.includes('::')) extra.push([k, val]);
+    seenNames.add(name);
     list.choices.push({ row: row.row, name, label, media, extra });
     if ((label != null && typeof label !== 'string') || media.size > 0) list.itext = true;
   }

@@ -26,6 +26,8 @@ export type Workbook = Map<string, Sheet>;
 
 /** Rows read from one sheet at most; beyond this the workbook is refused (bounded time and memory). */
 export const MAX_SHEET_ROWS = 100_000;
+/** Rows on the survey sheet at most: far beyond any real form (Collect struggles past a few thousand). */
+export const MAX_SURVEY_ROWS = 20_000;
 /** Largest inflated size of one part of an .xlsx, and of all parts together (zip bomb guard). */
 const MAX_PART_BYTES = 64 * 1024 * 1024;
 const MAX_TOTAL_BYTES = 192 * 1024 * 1024;
@@ -70,15 +72,52 @@ function checkZip(bytes: Uint8Array): Record<string, Uint8Array> {
  * parses the sheets. Templates such as ODK's format thousands of empty cells per sheet, which
  * would otherwise dominate the conversion time. The result is a stored (uncompressed) zip.
  */
-function slimXlsx(files: Record<string, Uint8Array>): Uint8Array {
+function slimXlsx(files: Record<string, Uint8Array>, sheetFiles: Map<string, string>): Uint8Array {
   const dec = new TextDecoder();
   const enc = new TextEncoder();
   for (const name of Object.keys(files)) {
     if (!/^xl\/worksheets\/[^/]+\.xml$/i.test(name)) continue;
-    const text = dec.decode(files[name]!);
-    files[name] = enc.encode(text.replace(/<c\b[^>]*\/>/g, ''));
+    const text = dec.decode(files[name]!).replace(/<c\b[^>]*\/>/g, '');
+    // Refuse oversized sheets before SheetJS spends time on them.
+    const sheet = sheetFiles.get(name);
+    if (sheet != null) checkRowCount(sheet, (text.match(/<row\b[^>]*>\s*<c\b/g) ?? []).length);
+    files[name] = enc.encode(text);
   }
   return zipSync(files, { level: 0 });
+}
+
+/** Worksheet part → sheet name, from xl/workbook.xml and its relationships. */
+function sheetParts(files: Record<string, Uint8Array>): Map<string, string> {
+  const out = new Map<string, string>();
+  const dec = new TextDecoder();
+  const wb = files['xl/workbook.xml'];
+  const rels = files['xl/_rels/workbook.xml.rels'];
+  if (!wb || !rels) return out;
+  const targets = new Map<string, string>();
+  for (const m of dec.decode(rels).matchAll(/<Relationship\b[^>]*>/g)) {
+    const id = /\bId="([^"]*)"/.exec(m[0])?.[1];
+    const target = /\bTarget="([^"]*)"/.exec(m[0])?.[1];
+    if (id && target) targets.set(id, target.startsWith('/') ? target.slice(1) : `xl/${target}`);
+  }
+  for (const m of dec.decode(wb).matchAll(/<(?:\w+:)?sheet\b[^>]*>/g)) {
+    const name = /\bname="([^"]*)"/.exec(m[0])?.[1];
+    const rid = /\br:id="([^"]*)"/.exec(m[0])?.[1];
+    const part = rid ? targets.get(rid) : undefined;
+    if (name != null && part) out.set(part, xmlUnescape(name));
+  }
+  return out;
+}
+
+const xmlUnescape = (s: string) =>
+  s.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+
+/** The survey may have MAX_SURVEY_ROWS rows, other sheets MAX_SHEET_ROWS (a header row besides). */
+function checkRowCount(sheet: string, rows: number): void {
+  const survey = sheet.trim().toLowerCase() === 'survey';
+  const max = survey ? MAX_SURVEY_ROWS : MAX_SHEET_ROWS;
+  if (rows > max + 1) {
+    throw new XlsFormError(`The '${sheet}' sheet has ${rows - 1} rows; this server converts at most ${max} rows on ${survey ? 'the survey sheet' : 'a sheet'}.`);
+  }
 }
 
 const XLSFORM_SHEETS = new Set(['survey', 'choices', 'settings', 'entities', 'external_choices']);
@@ -91,9 +130,7 @@ function sheetNamesToRead(files: Record<string, Uint8Array>): string[] | undefin
   const wb = files['xl/workbook.xml'];
   if (!wb) return undefined;
   const text = new TextDecoder().decode(wb);
-  const names = [...text.matchAll(/<(?:\w+:)?sheet\b[^>]*\bname="([^"]*)"/g)].map((m) =>
-    m[1]!.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&'),
-  );
+  const names = [...text.matchAll(/<(?:\w+:)?sheet\b[^>]*\bname="([^"]*)"/g)].map((m) => xmlUnescape(m[1]!));
   const wanted = names.filter((n) => XLSFORM_SHEETS.has(n.trim().toLowerCase()));
   return wanted.length > 0 ? wanted : undefined;
 }
@@ -158,7 +195,7 @@ export function readWorkbook(bytes: Uint8Array): Workbook {
   if (isZip(bytes)) {
     const files = checkZip(bytes);
     wanted = sheetNamesToRead(files);
-    input = slimXlsx(files);
+    input = slimXlsx(files, sheetParts(files));
   } else if (!isCfb(bytes)) throw unreadable();
   let wb: XLSX.WorkBook;
   try {
@@ -183,14 +220,7 @@ export function readWorkbook(bytes: Uint8Array): Workbook {
     const ws = wb.Sheets[name];
     if (!ws) continue;
     const data = (ws as unknown as { '!data'?: Array<Array<XLSX.CellObject | undefined> | undefined> })['!data'] ?? [];
-    const fullRef = ws['!fullref'] ?? ws['!ref'];
-    if (fullRef && XLSX.utils.decode_range(fullRef).e.r + 1 > MAX_SHEET_ROWS + 1) {
-      // Trailing blank rows with formatting count in the range; only refuse when data goes that far.
-      const lastData = data.length;
-      if (lastData > MAX_SHEET_ROWS + 1) {
-        throw new XlsFormError(`The '${name}' sheet has more than ${MAX_SHEET_ROWS} rows, more than this server converts.`);
-      }
-    }
+    checkRowCount(name, data.reduce((n, line) => (line && line.some((c) => c != null && c.v != null && c.v !== '') ? n + 1 : n), 0));
     let headers: string[] | null = null;
     const rows: SheetRow[] = [];
     for (let r = 0; r < data.length; r++) {
