@@ -652,7 +652,7 @@ function itemsetsCsv(external: ParsedSheet): string {
     while (cells.length > 0 && cells[cells.length - 1] == null) cells.pop();
     lines.push(cells.map((c) => q(c ?? '')).join(','));
   }
-  return `${lines.join('\n')}\n`;
+  return `${lines.join("\r\n")}\r\n`;
 }
 
 function readEntities(book: Workbook, settings: Settings, root: Element, byName: Map<string, Element[]>): EntityDecl | null {

@@ -122,7 +122,8 @@ const needsItextLabel = (el: { label?: Text; media: Map<string, Text> }) =>
 
 /** Registers the label (and media) texts of an element; @returns the body <label>. */
 function labelXml(ctx: Ctx, el: Element, where: RefContext): string {
-  if (el.emptyLabel) return '<label/>';
+  // pyxform 4.5 writes the table-list header's empty label as one space.
+  if (el.emptyLabel) return '<label> </label>';
   if (needsItextLabel(el)) {
     const id = `${el.path}:label`;
     if (el.label != null) for (const [lang, v] of perLanguage(ctx, el.label)) addText(ctx, lang, id, outputText(ctx, v, where).xml);
