@@ -366,7 +366,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     if (endMatch) {
       const kind = endMatch[1] as 'group' | 'repeat' | 'loop';
       if (stack.length === 1 || parent.kind !== kind) {
-        throw new XlsFormError(`${rowAt(row.row)} Unmatched 'end_${kind}'. No matching 'begin_${kind}' was found.`);
+        throw new XlsFormError(`${rowAt(row.row)} Unmatched 'end_${kind}'. No matching 'begin_${kind}' was found for the name '${name ?? 'unknown'}'.`);
       }
       stack.pop();
       if (tableList && tableList.group === parent) tableList = null;
@@ -566,7 +566,9 @@ function checkSiblingNames(el: Element): void {
   const seen = new Set<string>();
   for (const c of el.children) {
     if (seen.has(c.name) && c.info?.kind !== 'external-instance') {
-      throw new XlsFormError(`${rowAt(c.row)} There are more than one survey elements named '${c.name}' (case-insensitive) in the section named '${el.name}'.`);
+      throw new XlsFormError(
+        `${rowAt(c.row)} On the 'survey' sheet, the 'name' value '${c.name}' is invalid. Questions, groups, and repeats must be unique within their nearest parent group or repeat, or the survey if not inside a group or repeat.`,
+      );
     }
     seen.add(c.name);
     checkSiblingNames(c);
@@ -670,7 +672,7 @@ function readEntities(book: Workbook, settings: Settings, root: Element, byName:
     throw new XlsFormError("The entities sheet is missing the list_name column. The list_name column is required, and must be the name of the entity list.");
   }
   if (dataset.startsWith('__')) {
-    throw new XlsFormError(`Invalid entity list name: '${dataset}' starts with reserved prefix __.`);
+    throw new XlsFormError(`${rowAt(row.row)} On the 'entities' sheet, the 'dataset' value is invalid. Names used here must not begin with two underscores.`);
   }
   const decl: EntityDecl = {
     dataset,

@@ -5,7 +5,7 @@
  * (@e965/xlsx, a republished 0.20 build) does the file format.
  */
 import * as XLSX from '@e965/xlsx';
-import { unzipSync, zipSync } from 'fflate';
+import { Unzip, UnzipInflate, unzipSync, zipSync } from 'fflate';
 import { XlsFormError } from './types';
 
 /** One data row: its 1-based spreadsheet row number and its non-empty cells by header. */
@@ -39,24 +39,22 @@ const unreadable = () =>
   new XlsFormError('The file could not be read as an XLSForm spreadsheet (.xlsx or .xls). Please check that it is a valid Excel workbook.');
 
 /**
- * Refuses an .xlsx whose parts would inflate beyond the limits, from the sizes in its central
- * directory, before anything is inflated. A part that lies about its size is cut at the declared
- * size by the inflater, so memory stays bounded either way.
+ * Inflates an .xlsx's parts (pictures and printer settings left out), refusing a workbook whose
+ * parts would inflate beyond the limits: first from the sizes its central directory declares, then
+ * by counting while inflating (a zip bomb that lies about its sizes).
+ * @throws XlsFormError too large, or unreadable (not a zip, no xl/workbook.xml).
  */
 function checkZip(bytes: Uint8Array): Record<string, Uint8Array> {
-  let total = 0;
+  // First the sizes the central directory declares (nothing is inflated)…
+  let declared = 0;
   let hasWorkbook = false;
-  let files: Record<string, Uint8Array>;
   try {
-    files = unzipSync(bytes, {
+    unzipSync(bytes, {
       filter: (f) => {
-        total += f.originalSize;
-        if (f.originalSize > MAX_PART_BYTES || total > MAX_TOTAL_BYTES) {
-          throw new XlsFormError(`The spreadsheet is too large once uncompressed (part ${f.name} is ${f.originalSize} bytes; the limit is ${MAX_PART_BYTES}).`);
-        }
+        declared += f.originalSize;
+        if (f.originalSize > MAX_PART_BYTES || declared > MAX_TOTAL_BYTES) throw tooLarge(f.name);
         if (/^xl\/workbook\.xml$/i.test(f.name)) hasWorkbook = true;
-        // Pictures, printer settings and the like are not read.
-        return !/^xl\/(media|printerSettings|drawings|embeddings)\//i.test(f.name);
+        return false;
       },
     });
   } catch (e) {
@@ -64,7 +62,47 @@ function checkZip(bytes: Uint8Array): Record<string, Uint8Array> {
     throw unreadable();
   }
   if (!hasWorkbook) throw unreadable();
+  // …then the parts themselves, inflated in small steps and counted, so a part that lies about its
+  // size is stopped at the limit instead of filling memory.
+  const files: Record<string, Uint8Array> = {};
+  let total = 0;
+  const unzip = new Unzip((file) => {
+    if (/^xl\/(media|printerSettings|drawings|embeddings)\//i.test(file.name) || file.name.endsWith('/')) return;
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    file.ondata = (err, chunk, final) => {
+      if (err) throw unreadable();
+      size += chunk.length;
+      total += chunk.length;
+      if (size > MAX_PART_BYTES || total > MAX_TOTAL_BYTES) throw tooLarge(file.name);
+      chunks.push(chunk);
+      if (final) files[file.name] = concat(chunks, size);
+    };
+    file.start();
+  });
+  unzip.register(UnzipInflate);
+  try {
+    const step = 16 * 1024;
+    for (let i = 0; i < bytes.length; i += step) unzip.push(bytes.subarray(i, Math.min(i + step, bytes.length)), i + step >= bytes.length);
+  } catch (e) {
+    if (e instanceof XlsFormError) throw e;
+    throw unreadable();
+  }
   return files;
+}
+
+const tooLarge = (part: string) =>
+  new XlsFormError(`The spreadsheet is too large once uncompressed (part ${part} exceeds the limit of ${MAX_PART_BYTES} bytes, or all parts together exceed ${MAX_TOTAL_BYTES}).`);
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(size);
+  let o = 0;
+  for (const c of chunks) {
+    out.set(c, o);
+    o += c.length;
+  }
+  return out;
 }
 
 /**

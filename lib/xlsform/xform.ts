@@ -58,6 +58,11 @@ function resolve(ctx: Ctx, expr: string, where: RefContext, asOutput = false): s
         `${rowAt(where.row)} On the 'survey' sheet, the '${where.column}' value is invalid. Reference variables must contain a name from the 'survey' sheet. Could not find the name '${name}'.`,
       );
     }
+    if (targets.length > 1) {
+      throw new XlsFormError(
+        `${rowAt(where.row)} On the 'survey' sheet, the '${where.column}' value is invalid. Reference variables names must be unique anywhere in the 'survey'. The name '${name}' appears more than once.`,
+      );
+    }
     const target = targets[0]!;
     let path: string;
     if (lastSaved) {
@@ -163,22 +168,29 @@ function messageAttr(ctx: Ctx, el: Element, t: Text | undefined, suffix: string)
 const isDynamicDefault = (v: string) => /\$\{|[A-Za-z_][\w:-]*\s*\(|\/|\*|\s(div|mod|\+)\s/.test(v);
 
 /** The primary instance element for `el` (with a repeat's template copy). */
-function instanceXml(ctx: Ctx, el: Element, template: boolean): string {
+/**
+ * The primary instance element for `el`. A repeat outside any other repeat is written twice, as its
+ * jr:template copy and as one regular copy; inside a template (or a regular copy) a nested repeat
+ * is written once, in the same mode, as pyxform does.
+ */
+type InstanceMode = 'top' | 'template' | 'regular';
+function instanceXml(ctx: Ctx, el: Element, mode: InstanceMode, entityXml = ''): string {
   const where: RefContext = { path: el.path, el, column: 'instance', row: el.row };
-  const extra = attrs([...el.instanceAttrs].map(([k, v]) => [k, resolve(ctx, v, where)] as [string, string]));
+  // The template copy carries no instance:: attributes (pyxform).
+  const extra = mode === 'template' ? '' : attrs([...el.instanceAttrs].map(([k, v]) => [k, resolve(ctx, v, where)] as [string, string]));
   if (el.kind === 'question') {
     if (el.info?.kind === 'external-instance') return '';
-    if (template) return `<${el.name}${el.defaultValue != null && !isDynamicDefault(el.defaultValue) ? `>${escText(el.defaultValue)}</${el.name}>` : '/>'}`;
     const dv = el.defaultValue != null && !isDynamicDefault(el.defaultValue) ? el.defaultValue : null;
     return dv != null ? `<${el.name}${extra}>${escText(dv)}</${el.name}>` : `<${el.name}${extra}/>`;
   }
-  const inner = el.children.map((c) => instanceXml(ctx, c, false)).join('');
-  if (el.kind === 'repeat' && !template) {
-    // The template copy carries no instance:: attributes (pyxform).
-    const t = `<${el.name} jr:template="">${el.children.map((c) => instanceXml(ctx, c, true)).join('')}</${el.name}>`;
-    return `${t}<${el.name}${extra}>${inner}</${el.name}>`;
+  const ent = ctx.survey.entity?.repeat === el ? `<meta>${entityXml}</meta>` : '';
+  const inner = (m: InstanceMode) => el.children.map((c) => instanceXml(ctx, c, m, entityXml)).join('') + ent;
+  if (el.kind === 'repeat') {
+    if (mode === 'template') return `<${el.name} jr:template="">${inner('template')}</${el.name}>`;
+    if (mode === 'regular') return `<${el.name}${extra}>${inner('regular')}</${el.name}>`;
+    return `<${el.name} jr:template="">${inner('template')}</${el.name}><${el.name}${extra}>${inner('regular')}</${el.name}>`;
   }
-  return `<${el.name}${extra}>${inner}</${el.name}>`;
+  return `<${el.name}${extra}>${inner(mode)}</${el.name}>`;
 }
 
 function bindXml(nodeset: string, a: Array<[string, string | undefined]>): string {
@@ -275,7 +287,7 @@ function itemsetNodeset(ctx: Ctx, el: Element, listId: string): string {
   const randomize = yesNo(el.parameters.get('randomize'));
   if (randomize) {
     const seed = el.parameters.get('seed');
-    base = seed ? `randomize(${base}, ${resolve(ctx, seed, { path: el.path, el, column: 'parameters', row: el.row })})` : `randomize(${base})`;
+    base = seed ? `randomize(${base}, ${resolve(ctx, seed, { path: el.path, el, column: 'parameters', row: el.row }).trim()})` : `randomize(${base})`;
   }
   return base;
 }
@@ -317,6 +329,10 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
   }
   if (el.type === 'select one external') {
     control.push(['query', itemsetNodeset(ctx, el, el.listName!)]);
+  }
+  // A question with neither label nor hint but a calculation or trigger is a model-only field.
+  if (el.label == null && el.hint == null && el.guidance == null && el.media.size === 0 && !el.generated && (el.bind.has('calculate') || el.trigger != null)) {
+    return '';
   }
   const label = labelXml(ctx, el, where);
   const hint = hintXml(ctx, el, { ...where, column: 'hint' });
@@ -490,11 +506,8 @@ export function renderXForm(survey: Survey): string {
   const body = root.children.map((c) => bodyXml(ctx, c, triggers)).join('');
 
   // Primary instance, with the entity element in its meta.
-  let inner = root.children.filter((c) => c !== meta).map((c) => {
-    if (survey.entity?.repeat === c) return repeatWithEntity(ctx, c, entityXml);
-    return instanceXml(ctx, c, false);
-  }).join('');
-  const metaInner = (survey.entity && !survey.entity.repeat ? entityXml : '') + meta.children.map((c) => instanceXml(ctx, c, false)).join('');
+  let inner = root.children.filter((c) => c !== meta).map((c) => instanceXml(ctx, c, 'top', entityXml)).join('');
+  const metaInner = (survey.entity && !survey.entity.repeat ? entityXml : '') + meta.children.map((c) => instanceXml(ctx, c, 'top')).join('');
   inner += `<meta>${metaInner}</meta>`;
   const rootAttrs = attrs([['id', s.id], ['version', s.version]]);
   const primary = `<instance><${root.name}${rootAttrs}>${inner}</${root.name}></instance>`;
@@ -531,11 +544,6 @@ export function renderXForm(survey: Survey): string {
   const title = `<h:title>${escText(s.title ?? s.id)}</h:title>`;
   const bodyAttrs = attrs([['class', s.style]]);
   return `<?xml version="1.0"?><h:html${attrs(ns)}><h:head>${title}${model}</h:head><h:body${bodyAttrs}>${body}</h:body></h:html>`;
-}
-
-function repeatWithEntity(ctx: Ctx, repeat: Element, entityXml: string): string {
-  const inner = repeat.children.map((c) => instanceXml(ctx, c, false)).join('') + `<meta>${entityXml}</meta>`;
-  return `<${repeat.name} jr:template="">${inner}</${repeat.name}><${repeat.name}>${inner}</${repeat.name}>`;
 }
 
 function renderItext(ctx: Ctx): string {
