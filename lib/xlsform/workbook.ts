@@ -110,19 +110,28 @@ function concat(chunks: Uint8Array[], size: number): Uint8Array {
  * parses the sheets. Templates such as ODK's format thousands of empty cells per sheet, which
  * would otherwise dominate the conversion time. The result is a stored (uncompressed) zip.
  */
-function slimXlsx(files: Record<string, Uint8Array>, sheetFiles: Map<string, string>): Uint8Array {
+function slimXlsx(files: Record<string, Uint8Array>, sheetFiles: Map<string, string>, wanted: string[] | undefined): Uint8Array {
   const dec = new TextDecoder();
   const enc = new TextEncoder();
   for (const name of Object.keys(files)) {
     if (!/^xl\/worksheets\/[^/]+\.xml$/i.test(name)) continue;
+    const sheet = sheetFiles.get(name);
+    // Sheets that are not XLSForm sheets (ODK's template has eight pages of help) are not parsed.
+    if (wanted && sheet != null && !wanted.includes(sheet)) {
+      files[name] = EMPTY_SHEET;
+      continue;
+    }
     const text = dec.decode(files[name]!).replace(/<c\b[^>]*\/>/g, '');
     // Refuse oversized sheets before SheetJS spends time on them.
-    const sheet = sheetFiles.get(name);
     if (sheet != null) checkRowCount(sheet, (text.match(/<row\b[^>]*>\s*<c\b/g) ?? []).length);
     files[name] = enc.encode(text);
   }
   return zipSync(files, { level: 0 });
 }
+
+const EMPTY_SHEET = new TextEncoder().encode(
+  '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData/></worksheet>',
+);
 
 /** Worksheet part → sheet name, from xl/workbook.xml and its relationships. */
 function sheetParts(files: Record<string, Uint8Array>): Map<string, string> {
@@ -233,7 +242,7 @@ export function readWorkbook(bytes: Uint8Array): Workbook {
   if (isZip(bytes)) {
     const files = checkZip(bytes);
     wanted = sheetNamesToRead(files);
-    input = slimXlsx(files, sheetParts(files));
+    input = slimXlsx(files, sheetParts(files), wanted);
   } else if (!isCfb(bytes)) throw unreadable();
   let wb: XLSX.WorkBook;
   try {
