@@ -220,6 +220,8 @@ function readChoices(parsed: ParsedSheet | null, warnings: string[], allowDuplic
     seenNames.add(name);
     list.choices.push({ row: row.row, name, label, media, extra });
     if ((label != null && typeof label !== 'string') || media.size > 0) list.itext = true;
+    // pyxform: a `${}` in the first or second choice's label also needs itext (an <output>).
+    if (list.choices.length <= 2 && typeof label === 'string' && label.includes('${')) list.itext = true;
   }
   return { lists, order };
 }
@@ -532,7 +534,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     if (!external) {
       throw new XlsFormError("There should be an external_choices sheet in this xlsform. Please ensure that the external_choices sheet has the mandatory columns 'list_name', 'name', and 'label'.");
     }
-    itemsets = itemsetsCsv(external);
+    itemsets = itemsetsCsv(external, extSheet!.headers);
   }
 
   const entity = readEntities(book, settings, root, byName);
@@ -631,21 +633,14 @@ function cloneElement(t: Element, choice: Choice): Element {
   return c;
 }
 
-function itemsetsCsv(external: ParsedSheet): string {
-  const headers: string[] = [];
-  const seen = new Set<string>();
+/**
+ * itemsets.csv as pyxform writes it: the external_choices header row, then each row's cells, every
+ * field quoted, CRLF line ends. A row's trailing empty cells are left out as pyxform does; empty
+ * cells inside a row stay in their column (pyxform shifts the later values left).
+ */
+function itemsetsCsv(external: ParsedSheet, sheetHeaders: string[]): string {
   const rows = external.rows.filter((r) => r.values.get('list_name'));
-  const keyOf = (k: string, lang?: string) => (lang ? `${k}::${lang}` : k);
-  for (const r of rows) {
-    for (const [h] of r.raw) {
-      const key = h;
-      if (!seen.has(key)) {
-        seen.add(key);
-        headers.push(key);
-      }
-    }
-  }
-  void keyOf;
+  const headers = sheetHeaders.filter((h) => h !== '');
   const q = (s: string) => `"${s.replace(/"/g, '""')}"`;
   const lines = [headers.map(q).join(',')];
   for (const r of rows) {
@@ -759,11 +754,15 @@ function languageReport(survey: ParsedSheet, choices: ParsedSheet | null, defaul
   return { languages, missing };
 }
 
-/** Whether a language name ends with a machine-readable code: `English (en)`. */
+/**
+ * Whether a language name ends with a machine-readable code, `English (en)`. pyxform looks the code
+ * up in the IANA subtag registry; this accepts the shapes of its single subtags (language `en`,
+ * `fil`; script `Latn`; region `US`, `419`), which covers the registry without shipping it.
+ */
 function validLanguageCode(lang: string): boolean {
-  const m = /\(([^()]+)\)\s*$/.exec(lang);
+  const m = /\((.*)\)$/.exec(lang);
   if (!m) return false;
-  return /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(m[1]!.trim());
+  return /^([a-z]{2,3}|[A-Z][a-z]{3}|[A-Z]{2}|\d{3})$/.test(m[1]!);
 }
 
 /**

@@ -165,7 +165,26 @@ function messageAttr(ctx: Ctx, el: Element, t: Text | undefined, suffix: string)
   return `jr:itext('${id}')`;
 }
 
-const isDynamicDefault = (v: string) => /\$\{|[A-Za-z_][\w:-]*\s*\(|\/|\*|\s(div|mod|\+)\s/.test(v);
+/**
+ * pyxform's default_is_dynamic: a default is an expression (set by a setvalue) when it holds a
+ * `${}` reference, a function call, a predicate, a union or an arithmetic operator. Quoted strings
+ * and date/time literals do not count; for dates and geo types a `-` does not count either.
+ */
+function isDynamicDefault(value: string, bindType?: string): boolean {
+  const v = value
+    .replace(/'[^']*'|"[^"]*"/g, ' ')
+    .replace(/\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:?\d{2}|Z)?)?/g, ' ')
+    .replace(/\d{2}:\d{2}(:\d{2}(\.\d+)?)?/g, ' ');
+  if (/\$\{|[A-Za-z_][\w.:-]*\s*\(|\[|\||\*|\+|(^|\s)(div|mod)(\s|$)/.test(v)) return true;
+  if (bindType && ['date', 'dateTime', 'geopoint', 'geotrace', 'geoshape'].includes(bindType)) return false;
+  // A '-' inside a name (`first-name`) is part of it; elsewhere it is subtraction or negation.
+  for (const m of v.matchAll(/-/g)) {
+    const before = /[\w.:-]*$/.exec(v.slice(0, m.index))![0];
+    if (before === '' || /^[\d.]/.test(before)) return true;
+  }
+  return false;
+}
+const isDynamic = (el: Element) => el.defaultValue != null && isDynamicDefault(el.defaultValue, el.info?.bind.type);
 
 /** The primary instance element for `el` (with a repeat's template copy). */
 /**
@@ -180,7 +199,7 @@ function instanceXml(ctx: Ctx, el: Element, mode: InstanceMode, entityXml = ''):
   const extra = mode === 'template' ? '' : attrs([...el.instanceAttrs].map(([k, v]) => [k, resolve(ctx, v, where)] as [string, string]));
   if (el.kind === 'question') {
     if (el.info?.kind === 'external-instance') return '';
-    const dv = el.defaultValue != null && !isDynamicDefault(el.defaultValue) ? el.defaultValue : null;
+    const dv = el.defaultValue != null && !isDynamic(el) ? el.defaultValue : null;
     return dv != null ? `<${el.name}${extra}>${escText(dv)}</${el.name}>` : `<${el.name}${extra}/>`;
   }
   const ent = ctx.survey.entity?.repeat === el ? `<meta>${entityXml}</meta>` : '';
@@ -266,8 +285,8 @@ function modelFor(ctx: Ctx, el: Element): void {
   if (info.action === 'odk:setgeopoint') {
     ctx.binds.push(`<odk:setgeopoint${attrs([['ref', el.path], ['event', 'odk-instance-first-load']])}/>`);
   }
-  if (el.defaultValue != null && isDynamicDefault(el.defaultValue)) {
-    ctx.binds.push(`<setvalue${attrs([['ref', el.path], ['event', 'odk-instance-first-load'], ['value', resolve(ctx, el.defaultValue, col('default'))]])}/>`);
+  if (isDynamic(el)) {
+    ctx.binds.push(`<setvalue${attrs([['ref', el.path], ['event', 'odk-instance-first-load'], ['value', resolve(ctx, el.defaultValue!, col('default'))]])}/>`);
   }
   // Secondary instances the expressions need.
   for (const v of el.bind.values()) {
@@ -361,8 +380,8 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
     const value = calc != null ? resolve(ctx, calc, { path: target.path, el: target, column: 'calculation', row: target.row }) : undefined;
     setvalues += `<setvalue${attrs([['ref', target.path], ['event', 'xforms-value-changed'], ['value', value]])}/>`;
   }
-  if (el.defaultValue != null && isDynamicDefault(el.defaultValue) && nearestRepeat(el.parent)) {
-    setvalues += `<setvalue${attrs([['ref', el.path], ['event', 'odk-new-repeat'], ['value', resolve(ctx, el.defaultValue, { ...where, column: 'default' })]])}/>`;
+  if (isDynamic(el) && nearestRepeat(el.parent)) {
+    setvalues += `<setvalue${attrs([['ref', el.path], ['event', 'odk-new-repeat'], ['value', resolve(ctx, el.defaultValue!, { ...where, column: 'default' })]])}/>`;
   }
   return `<${tag}${attrs(control)}>${label}${hint}${items}${setvalues}</${tag}>`;
 }
