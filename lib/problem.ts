@@ -82,6 +82,9 @@ export const problems = {
       ),
   },
   form: {
+    /** pyxform's error, with the warnings it gave before failing (Central's wording, details order). */
+    xlsformNotValid: (d: { error: string; warnings: string[] }) =>
+      new Problem(400.15, 'The given XLSForm file was not valid. Please see the error details for more information.', { error: d.error, warnings: d.warnings }),
     formWarnings: (warnings: Record<string, unknown>) =>
       new Problem(400.16, 'The Form is valid, but with warnings. Please check the warnings and if they are acceptable resubmit with ?ignoreWarnings=true', { warnings }),
     fieldTypeConflict: (d: { path: string; type: string }) =>
@@ -93,8 +96,6 @@ export const problems = {
       new Problem(409.6, `You tried to publish the form '${d.xmlFormId}' with version '${d.version}', but a published form has already existed in this project with those identifiers.`, d),
     noPublishedVersion: () =>
       new Problem(409.7, 'Could not delete draft, because the form has not been published. Either delete the whole form, or replace the draft.'),
-    xlsformNotConfigured: () =>
-      new Problem(501.3, 'This server is not configured to convert XLSForm spreadsheets (coming in a later release). Please upload an XForm (XML).'),
   },
   submission: {
     missingMultipartField: () => new Problem(400.7, 'Required multipart POST field xml_submission_file missing.', { field: 'xml_submission_file' }),

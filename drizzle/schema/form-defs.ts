@@ -1,6 +1,7 @@
 import { index, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
 import { ts } from './_columns';
 import { actors } from './actors';
+import { blobs } from './blobs';
 import { forms } from './forms';
 import { keys } from './keys';
 import type { DatasetDeclaration, FormField } from '../../lib/xforms/types';
@@ -26,6 +27,13 @@ export const formDefs = pgTable('form_defs', {
   publishedAt: ts('published_at'),
   publishedBy: integer('published_by').references(() => actors.id),
   publishNotes: text('publish_notes'),
+  /** The XLSForm spreadsheet this definition was converted from (GET F.xlsx / F.xls), or null. */
+  xlsBlobId: integer('xls_blob_id').references(() => blobs.id),
+  /**
+   * Its Content-Type as uploaded (.xlsx or .xls). Kept here, not only on the blob: blobs are shared
+   * by content and record the type of their first upload.
+   */
+  xlsContentType: text('xls_content_type'),
 }, (t) => [
   index('form_defs_form_id').on(t.formId),
 ]);

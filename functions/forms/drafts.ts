@@ -1,11 +1,10 @@
-/** Draft forms: F/draft, F/draft.xml, F/draft.xlsx, F/draft/attachments, F/draft/fields, F/draft/publish; F[/draft]/dataset-diff. */
+/** Draft forms: F/draft, F/draft.xml, F/draft.xlsx / .xls, F/draft/attachments, F/draft/fields, F/draft/publish; F[/draft]/dataset-diff. */
 import { isExtended, newApp, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
 import { projectId, stringParam } from '../../lib/http/params';
 import { actionNotes, blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
 import * as attachments from '../../lib/forms/attachments';
 import * as forms from '../../lib/forms';
-import { problems } from '../../lib/problem';
 import { upload } from './forms';
 
 const F = '/v1/projects/:projectId/forms/:xmlFormId';
@@ -13,10 +12,10 @@ const id = (c: { req: { param(n: string): string | undefined } }) => c.req.param
 
 export const draftRoutes = newApp()
   .get(`${F}/draft.xml`, async (c) => xmlResponse(await forms.getDraftXml(c.var.ctx, projectId(c), id(c))))
-  .get(`${F}/draft.xlsx`, async (c) => {
-    await forms.getDraft(c.var.ctx, projectId(c), id(c), false);
-    throw problems.user.notFound();
-  })
+  .get(`${F}/draft.xlsx`, async (c) =>
+    blobResponse(c, c.var.ctx, await attachments.getSpreadsheet(c.var.ctx, projectId(c), id(c), { kind: 'draft' }, 'xlsx')))
+  .get(`${F}/draft.xls`, async (c) =>
+    blobResponse(c, c.var.ctx, await attachments.getSpreadsheet(c.var.ctx, projectId(c), id(c), { kind: 'draft' }, 'xls')))
   .get(`${F}/draft`, async (c) => c.json(await forms.getDraft(c.var.ctx, projectId(c), id(c), isExtended(c))))
   .get(`${F}/draft/dataset-diff`, async (c) => c.json(await forms.datasetDiff(c.var.ctx, projectId(c), id(c), true)))
   .get(`${F}/dataset-diff`, async (c) => c.json(await forms.datasetDiff(c.var.ctx, projectId(c), id(c), false)))

@@ -1,4 +1,4 @@
-/** Forms: P/forms, F, F.xml, F.xlsx, F/fields, F/attachments, P/forms/{id}/restore. */
+/** Forms: P/forms, F, F.xml, F.xlsx / F.xls, F/fields, F/attachments, P/forms/{id}/restore. */
 import type { Context } from 'hono';
 import { isExtended, newApp, success, type AppEnv } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
@@ -6,14 +6,15 @@ import { intParam, projectId, stringParam } from '../../lib/http/params';
 import { blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
 import * as attachments from '../../lib/forms/attachments';
 import * as forms from '../../lib/forms';
-import { problems } from '../../lib/problem';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const upload = async (c: Context<AppEnv, any>) => ({
   body: await bodyBytes(c),
   contentType: c.req.header('content-type') ?? null,
   ignoreWarnings: c.req.query('ignoreWarnings') === 'true',
+  formIdFallback: c.req.header('x-xlsform-formid-fallback') ?? null,
 });
+const ext = (file: string) => (file.endsWith('.xlsx') ? 'xlsx' : 'xls');
 
 export const formsRoutes = newApp()
   .get('/v1/projects/:projectId/forms', async (c) =>
@@ -27,9 +28,8 @@ export const formsRoutes = newApp()
   .get('/v1/projects/:projectId/forms/:file{[^/]+\\.xml}', async (c) =>
     xmlResponse(await forms.getFormXml(c.var.ctx, projectId(c), stringParam(c, 'file').replace(/\.xml$/, ''))))
   .get('/v1/projects/:projectId/forms/:file{[^/]+\\.xlsx?}', async (c) => {
-    // No spreadsheet is kept until the XLSForm issue: the form exists (or 404), the file does not.
-    await forms.getForm(c.var.ctx, projectId(c), stringParam(c, 'file').replace(/\.xlsx?$/, ''), false);
-    throw problems.user.notFound();
+    const file = stringParam(c, 'file');
+    return blobResponse(c, c.var.ctx, await attachments.getSpreadsheet(c.var.ctx, projectId(c), file.replace(/\.xlsx?$/, ''), { kind: 'published' }, ext(file)));
   })
   .get('/v1/projects/:projectId/forms/:xmlFormId', async (c) =>
     c.json(await forms.getForm(c.var.ctx, projectId(c), stringParam(c, 'xmlFormId'), isExtended(c))))
@@ -46,4 +46,4 @@ export const formsRoutes = newApp()
   .get('/v1/projects/:projectId/forms/:xmlFormId/attachments/:filename', async (c) =>
     blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, projectId(c), stringParam(c, 'xmlFormId'), { kind: 'published' }, stringParam(c, 'filename'))));
 
-export { upload };
+export { upload, ext };

@@ -1,9 +1,10 @@
-/** Published form versions: F/versions[/{version}[.xml|/fields|/attachments[/{filename}]]]. */
+/** Published form versions: F/versions[/{version}[.xml|.xlsx|.xls|/fields|/attachments[/{filename}]]]. */
 import { isExtended, newApp } from '../../lib/http/app';
 import { projectId, stringParam } from '../../lib/http/params';
 import { blobResponse, xmlResponse } from '../../lib/http/responses';
 import * as attachments from '../../lib/forms/attachments';
 import * as forms from '../../lib/forms';
+import { ext } from './forms';
 
 const V = '/v1/projects/:projectId/forms/:xmlFormId/versions';
 const id = (c: { req: { param(n: string): string | undefined } }) => c.req.param('xmlFormId') ?? '';
@@ -12,6 +13,11 @@ export const versionRoutes = newApp()
   .get(V, async (c) => c.json(await forms.listVersions(c.var.ctx, projectId(c), id(c), isExtended(c))))
   .get(`${V}/:file{[^/]+\\.xml}`, async (c) =>
     xmlResponse((await forms.getVersion(c.var.ctx, projectId(c), id(c), stringParam(c, 'file').replace(/\.xml$/, ''))).def.xml))
+  .get(`${V}/:file{[^/]+\\.xlsx?}`, async (c) => {
+    const file = stringParam(c, 'file');
+    return blobResponse(c, c.var.ctx, await attachments.getSpreadsheet(
+      c.var.ctx, projectId(c), id(c), { kind: 'version', version: file.replace(/\.xlsx?$/, '') }, ext(file)));
+  })
   .get(`${V}/:version`, async (c) => c.json(await forms.getVersionJson(c.var.ctx, projectId(c), id(c), stringParam(c, 'version'))))
   .get(`${V}/:version/fields`, async (c) =>
     c.json(await forms.getVersionFields(c.var.ctx, projectId(c), id(c), stringParam(c, 'version'), c.req.query('odata') === 'true')))

@@ -1,10 +1,11 @@
 import { and, eq, notInArray, sql } from 'drizzle-orm';
-import { blobs, formAttachments, submissionAttachments, type FormAttachmentRow } from '../../drizzle/schema';
+import { blobs, formAttachments, formDefs, submissionAttachments, type FormAttachmentRow } from '../../drizzle/schema';
 import { iso } from '../actors';
 import { audit } from '../audits/log';
 import { storeBlob } from '../blobs';
 import { withTx, type Ctx } from '../context';
 import { problems } from '../problem';
+import { XLS_TYPE, XLSX_TYPE } from './definitions';
 import { canOnFormOrReject, canReadFormOrReject, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from './queries';
 import { getVersion } from './index';
 
@@ -106,6 +107,27 @@ export async function fileOf(ctx: Ctx, defId: number, name: string): Promise<Att
   return { name, sha: row.sha, md5: row.md5, contentType: attachmentContentType(name, row.a.contentType) };
 }
 
+/** Which Content-Type each spreadsheet extension serves (Central's excelMimeTypes). */
+const spreadsheetTypes = { xlsx: XLSX_TYPE, xls: XLS_TYPE } as const;
+
+/**
+ * The XLSForm spreadsheet a definition was created from (GET F.xlsx / F.xls, F/draft.xlsx,
+ * F/versions/{v}.xlsx), named `<xmlFormId>.<ext>`, with its type as uploaded. As Central, the
+ * extension must match that type (an .xls upload is not served as F.xlsx).
+ * @throws 404.1 no such form, draft or version; the definition came from XML; the extension does
+ *   not match; 403.1 / 401.2 as for the XML (form.read or open_form.read; drafts: form.update).
+ */
+export async function getSpreadsheet(ctx: Ctx, projectId: number, xmlFormId: string, which: Which, ext: 'xlsx' | 'xls'): Promise<AttachmentFile> {
+  const { f, defId } = await resolveDef(ctx, projectId, xmlFormId, which);
+  const [row] = await ctx.db
+    .select({ contentType: formDefs.xlsContentType, sha: blobs.sha, md5: blobs.md5 })
+    .from(formDefs)
+    .innerJoin(blobs, eq(blobs.id, formDefs.xlsBlobId))
+    .where(eq(formDefs.id, defId));
+  if (!row || row.contentType !== spreadsheetTypes[ext]) throw problems.user.notFound();
+  return { name: `${f.form.xmlFormId}.${ext}`, sha: row.sha, md5: row.md5, contentType: row.contentType };
+}
+
 /**
  * Uploads a draft attachment (POST F/draft/attachments/{name}): binary body, Content-Type kept.
  * Stored once by content hash; any linked entity list is unlinked.
@@ -166,16 +188,18 @@ export async function linkDraftAttachment(ctx: Ctx, projectId: number, xmlFormId
 
 /**
  * Deletes blobs no row refers to any more (after a purge), from the database and the store.
- * Form and submission attachments refer to blobs: every table that later references `blobs`
- * (XLSForm spreadsheets, …) must be added here, or a purge would delete its files.
+ * Form attachments, form definitions (their XLSForm spreadsheet) and submission attachments refer
+ * to blobs: every table that later references `blobs` must be added here, or a purge would delete
+ * its files.
  * @returns how many. Effects: deletes blobs rows and store objects.
  */
 export async function deleteUnreferencedBlobs(ctx: Ctx): Promise<number> {
   const usedByForms = ctx.db.select({ id: formAttachments.blobId }).from(formAttachments).where(sql`${formAttachments.blobId} is not null`);
+  const usedByDefs = ctx.db.select({ id: formDefs.xlsBlobId }).from(formDefs).where(sql`${formDefs.xlsBlobId} is not null`);
   const usedBySubmissions = ctx.db.select({ id: submissionAttachments.blobId }).from(submissionAttachments).where(sql`${submissionAttachments.blobId} is not null`);
   const gone = await ctx.db
     .delete(blobs)
-    .where(and(notInArray(blobs.id, usedByForms), notInArray(blobs.id, usedBySubmissions)))
+    .where(and(notInArray(blobs.id, usedByForms), notInArray(blobs.id, usedByDefs), notInArray(blobs.id, usedBySubmissions)))
     .returning({ sha: blobs.sha });
   for (const b of gone) await ctx.blobs.delete(b.sha);
   return gone.length;

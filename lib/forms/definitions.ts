@@ -1,30 +1,79 @@
-import { and, eq, inArray } from 'drizzle-orm';
+import { and, eq, inArray, isNull } from 'drizzle-orm';
 import { formAttachments, formDefs, keys, type FormDefRow, type FormRow } from '../../drizzle/schema';
+import { storeBlob } from '../blobs';
 import type { Ctx } from '../context';
 import { Problem, problems } from '../problem';
+import { convertXlsForm, XlsFormError } from '../xlsform';
 import { parseForm } from '../xforms/parse-form';
 import type { FormField, ParsedForm } from '../xforms/types';
 
-const spreadsheetTypes = [
-  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
-  'application/vnd.ms-excel',
-];
+/** The spreadsheet Content-Types Central accepts (central-api.yaml, POST P/forms). */
+export const XLSX_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
+export const XLS_TYPE = 'application/vnd.ms-excel';
+const spreadsheetTypes = [XLSX_TYPE, XLS_TYPE];
+/** The attachment select_one_external reads (pyxform writes it; Central fills it at upload). */
+const ITEMSETS = 'itemsets.csv';
+
+/**
+ * The spreadsheet a definition came from: new bytes to store, or (a draft copied from the
+ * published version) the blob the published definition already refers to.
+ */
+export type XlsSource =
+  | { bytes: Uint8Array; contentType: string }
+  | { blobId: number; contentType: string };
 
 /** A form definition as uploaded: the XML text (byte-faithful) and what the parser read from it. */
 export interface Upload {
   xml: string;
   parsed: ParsedForm;
+  /** The XLSForm it was converted from (kept with the definition), or null for an XForm upload. */
+  xls: XlsSource | null;
+  /** itemsets.csv text from select_one_external questions, filled in as that attachment. */
+  itemsets: string | null;
+  /** Conversion warnings in pyxform's words; they fail the upload unless ignoreWarnings. */
+  xlsFormWarnings: string[];
+}
+
+/**
+ * Percent-decodes X-XlsForm-FormId-Fallback (central-api.yaml: "accepts percent-encoded values").
+ * Blank or absent gives null. @throws Problem 400.6 when the value is not valid percent-encoding
+ * of UTF-8 (pyxform-http would pass it on; Fieldbase says so instead). Pure.
+ */
+export function decodeFormIdFallback(raw: string | null | undefined): string | null {
+  if (raw == null || raw.trim() === '') return null;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw problems.user.invalidHeader({ field: 'X-XlsForm-FormId-Fallback', value: raw });
+  }
 }
 
 /**
  * Reads an uploaded form definition (POST P/forms, POST F/draft). XML bodies are parsed by
- * lib/xforms; spreadsheets await the XLSForm issue.
+ * lib/xforms; spreadsheets (.xlsx, .xls by Content-Type) are converted by lib/xlsform first and
+ * the XForm it produces then takes the XML path unchanged.
+ * @param formIdFallback the raw X-XlsForm-FormId-Fallback header (spreadsheets only).
+ * @returns the XML, what the parser read, and for spreadsheets the bytes to keep, itemsets.csv and
+ *   the conversion warnings (which the caller turns into 400.16 unless ignoreWarnings).
  * @throws Problem 400.1 / 400.2 from the parser (unparseable, no form id, DOCTYPE), 400.1 for bytes
- *   that are not UTF-8, 501.3 for XLSForm spreadsheets. Pure.
+ *   that are not UTF-8, 400.6 a malformed fallback header, 400.15 the spreadsheet does not convert
+ *   (`{ error, warnings }`, also a missing form id with no fallback), 400.8 an xmlFormId ending in
+ *   .xls, .xlsx or .xml (Central). Pure (CPU only: call it outside a transaction).
  */
-export function readUpload(body: Uint8Array, contentType: string | null): Upload {
+export function readUpload(body: Uint8Array, contentType: string | null, formIdFallback: string | null = null): Upload {
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
-  if (spreadsheetTypes.includes(type)) throw problems.form.xlsformNotConfigured();
+  const upload = spreadsheetTypes.includes(type) ? readSpreadsheet(body, type, formIdFallback) : readXml(body);
+  if (/\.(xlsx?|xml)$/.test(upload.parsed.xmlFormId)) {
+    throw problems.user.unexpectedValue({
+      field: 'formId',
+      value: upload.parsed.xmlFormId,
+      reason: 'The Form ID cannot end in .xls, .xlsx, or .xml. Please either specify an allowed ID in the form itself, or rename the file (eg change form.xls.xls to form.xls).',
+    });
+  }
+  return upload;
+}
+
+function readXml(body: Uint8Array): Upload {
   let xml: string;
   try {
     // Keep a BOM as a character so the stored text encodes back to the exact bytes (the hash).
@@ -32,7 +81,38 @@ export function readUpload(body: Uint8Array, contentType: string | null): Upload
   } catch {
     throw problems.user.unparseable({ format: 'xforms xml', rawLength: body.byteLength });
   }
-  return { xml, parsed: parseForm(body) };
+  return { xml, parsed: parseForm(body), xls: null, itemsets: null, xlsFormWarnings: [] };
+}
+
+function readSpreadsheet(body: Uint8Array, contentType: string, rawFallback: string | null): Upload {
+  const formIdFallback = decodeFormIdFallback(rawFallback);
+  let result;
+  try {
+    result = convertXlsForm(body, { formIdFallback });
+  } catch (err) {
+    if (err instanceof XlsFormError) throw problems.form.xlsformNotValid({ error: err.message, warnings: err.warnings });
+    throw err;
+  }
+  const bytes = new TextEncoder().encode(result.xml);
+  return {
+    xml: result.xml,
+    parsed: parseForm(bytes),
+    xls: { bytes: body, contentType },
+    itemsets: result.itemsets,
+    xlsFormWarnings: result.warnings,
+  };
+}
+
+/**
+ * Central's 400.16: conversion and workflow warnings together in one `warnings` object
+ * (`{ xlsFormWarnings?, workflowWarnings? }`, in that order), or nothing when there are none.
+ * @throws Problem 400.16. Pure.
+ */
+export function rejectIfWarnings(xlsFormWarnings: string[], workflowWarnings: unknown[]): void {
+  const warnings: Record<string, unknown> = {};
+  if (xlsFormWarnings.length > 0) warnings.xlsFormWarnings = xlsFormWarnings;
+  if (workflowWarnings.length > 0) warnings.workflowWarnings = workflowWarnings;
+  if (Object.keys(warnings).length > 0) throw problems.form.formWarnings(warnings);
 }
 
 /** The `keys` row id for a form's public key (one row per distinct key), or null. */
@@ -44,12 +124,21 @@ async function keyIdFor(ctx: Ctx, publicKey: string | null): Promise<number | nu
 }
 
 /**
- * Stores a definition and the attachments it expects (empty until uploaded).
+ * Stores a definition and the attachments it expects (empty until uploaded; itemsets.csv filled
+ * when the spreadsheet produced one and the form expects it, as Central does).
  * @param publish when set, the definition is published now by the request's actor.
- * Effects: form_defs row, form_attachments rows, a keys row for a new public key. Inside withTx.
+ * Effects: form_defs row, form_attachments rows, a keys row for a new public key; blobs for the
+ *   spreadsheet and itemsets.csv (removed from the store again if the transaction rolls back).
+ *   Inside withTx.
  */
 export async function insertDef(ctx: Ctx, form: FormRow, upload: Upload, publish: boolean, notes: string | null = null): Promise<FormDefRow> {
   const p = upload.parsed;
+  const xls = upload.xls == null ? null
+    : 'blobId' in upload.xls ? upload.xls
+      : { blobId: (await storeBlob(ctx, upload.xls.bytes, upload.xls.contentType)).id, contentType: upload.xls.contentType };
+  const itemsets = upload.itemsets != null && p.attachments.some((a) => a.name === ITEMSETS)
+    ? await storeBlob(ctx, new TextEncoder().encode(upload.itemsets), 'text/csv')
+    : null;
   const [def] = await ctx.db
     .insert(formDefs)
     .values({
@@ -67,17 +156,27 @@ export async function insertDef(ctx: Ctx, form: FormRow, upload: Upload, publish
       publishedAt: publish ? new Date() : null,
       publishedBy: publish ? (ctx.auth.actor?.id ?? null) : null,
       publishNotes: publish ? notes : null,
+      xlsBlobId: xls?.blobId ?? null,
+      xlsContentType: xls?.contentType ?? null,
     })
     .returning();
   if (p.attachments.length > 0) {
-    await ctx.db.insert(formAttachments).values(p.attachments.map((a) => ({ formId: form.id, formDefId: def!.id, name: a.name, type: a.type })));
+    await ctx.db.insert(formAttachments).values(p.attachments.map((a) => ({
+      formId: form.id,
+      formDefId: def!.id,
+      name: a.name,
+      type: a.type,
+      ...(a.name === ITEMSETS && itemsets ? { blobId: itemsets.id, contentType: 'text/csv' } : {}),
+    })));
   }
   return def!;
 }
 
 /**
  * Copies uploaded files from an earlier definition to a new one where the name and type still match
- * (spec, Form lifecycle: a new draft keeps matching attachments). Effects: updates form_attachments.
+ * (spec, Form lifecycle: a new draft keeps matching attachments). A file the new definition already
+ * has (itemsets.csv from its own spreadsheet) wins over the carried one, as in Central.
+ * Effects: updates form_attachments.
  */
 export async function carryAttachments(ctx: Ctx, fromDefId: number, toDefId: number): Promise<void> {
   const old = await ctx.db.select().from(formAttachments).where(eq(formAttachments.formDefId, fromDefId));
@@ -86,7 +185,7 @@ export async function carryAttachments(ctx: Ctx, fromDefId: number, toDefId: num
     await ctx.db
       .update(formAttachments)
       .set({ blobId: a.blobId, contentType: a.contentType, datasetId: a.datasetId, updatedAt: a.updatedAt })
-      .where(and(eq(formAttachments.formDefId, toDefId), eq(formAttachments.name, a.name), eq(formAttachments.type, a.type)));
+      .where(and(eq(formAttachments.formDefId, toDefId), eq(formAttachments.name, a.name), eq(formAttachments.type, a.type), isNull(formAttachments.blobId)));
   }
 }
 

@@ -15,7 +15,9 @@ import { parseInput } from '../validation';
 import { odataFields } from '../xforms/parse-form';
 import { setFormVersion } from '../xforms/rewrite';
 import type { FormField } from '../xforms/types';
-import { carryAttachments, checkFieldTypes, deleteUnpublishedDef, insertDef, readUpload, removedFields } from './definitions';
+import {
+  carryAttachments, checkFieldTypes, deleteUnpublishedDef, insertDef, readUpload, rejectIfWarnings, removedFields, type Upload,
+} from './definitions';
 import {
   canOnFormOrReject, canReadFormOrReject, displayedDef, extendedFormFields, formJson, getDefOrNotFound,
   getFormOrNotFound, publishedDefs, type FormJson,
@@ -28,6 +30,8 @@ export interface UploadInput {
   body: Uint8Array;
   contentType: string | null;
   ignoreWarnings: boolean;
+  /** X-XlsForm-FormId-Fallback as sent (percent-encoded); used for spreadsheets only. */
+  formIdFallback?: string | null;
 }
 
 /** Days a form stays restorable in the Trash (spec, Form lifecycle). */
@@ -60,16 +64,20 @@ export async function listForms(ctx: Ctx, projectId: number, opts: { deleted: bo
 }
 
 /**
- * Creates a form from an XForm (POST P/forms): as a draft (with a Draft Token), or published with
- * `publish`. Workflow warning deletedFormExists (same xmlFormId in the Trash) fails unless ignored.
- * @returns Form JSON. Effects: actee, form, definition, expected attachment rows; audit `form.create`.
- * @throws 404.1 project; 403.1 without form.create; 400.1/400.2 unparseable or no id; 400.27 no meta
- *   group; 400.16 warnings; 409.3 a live form has the xmlFormId; 501.3 spreadsheets (XLSForm issue).
+ * Creates a form from an XForm or an XLSForm spreadsheet (POST P/forms): as a draft (with a Draft
+ * Token), or published with `publish`. Conversion warnings and the workflow warning
+ * deletedFormExists (same xmlFormId in the Trash) fail together as one 400.16 unless ignored.
+ * @returns Form JSON. Effects: actee, form, definition, expected attachment rows; for a spreadsheet
+ *   its blob (F.xlsx) and a filled itemsets.csv; audit `form.create`.
+ * @throws 404.1 project; 403.1 without form.create; 400.1/400.2 unparseable or no id; 400.6 a
+ *   malformed X-XlsForm-FormId-Fallback; 400.8 an id ending in .xls/.xlsx/.xml; 400.15 the
+ *   spreadsheet does not convert; 400.27 no meta group; 400.16 warnings; 409.3 a live form has
+ *   the xmlFormId.
  */
 export async function createForm(ctx: Ctx, projectId: number, input: UploadInput & { publish: boolean }): Promise<FormJson> {
   const project = await getProjectOrNotFound(ctx, projectId);
   await canOrReject(ctx, 'form.create', projectActee(project));
-  const upload = readUpload(input.body, input.contentType);
+  const upload = readUpload(input.body, input.contentType, input.formIdFallback ?? null);
   if (!upload.parsed.hasMeta) throw problems.form.missingMeta();
   const { xmlFormId } = upload.parsed;
   return withTx(ctx, async (tx) => {
@@ -77,8 +85,8 @@ export async function createForm(ctx: Ctx, projectId: number, input: UploadInput
     if (existing.some((f) => f.deletedAt == null)) {
       throw problems.user.uniquenessViolation({ fields: ['projectId', 'xmlFormId'], values: [String(project.id), xmlFormId], table: 'forms' });
     }
-    if (!input.ignoreWarnings && existing.length > 0) {
-      throw problems.form.formWarnings({ workflowWarnings: [{ type: 'deletedFormExists', details: { xmlFormId } }] });
+    if (!input.ignoreWarnings) {
+      rejectIfWarnings(upload.xlsFormWarnings, existing.length > 0 ? [{ type: 'deletedFormExists', details: { xmlFormId } }] : []);
     }
     const acteeId = crypto.randomUUID();
     await tx.db.insert(actees).values({ id: acteeId, species: species.form, parent: project.acteeId });
@@ -209,26 +217,36 @@ export async function getDraftFields(ctx: Ctx, projectId: number, xmlFormId: str
 }
 
 /**
- * Creates or replaces the draft (POST F/draft): from an uploaded XForm, or, with an empty body and
- * no Content-Type, a copy of the published definition. The Draft Token and attachments whose name
- * and type still match carry over. A field may not change type from any earlier version (400.17);
- * removed fields are a Structure Change warning (400.16 unless ignoreWarnings).
- * Effects: new draft definition (the previous draft and its test submissions are deleted); audit `form.update.draft.set` or
- *   `form.update.draft.replace`.
- * @throws 404.1; 403.1 without form.update; 400.x parse errors; 400.8 a different xmlFormId;
- *   400.16; 400.17; 400.27 no meta group.
+ * Creates or replaces the draft (POST F/draft): from an uploaded XForm or XLSForm spreadsheet, or,
+ * with an empty body and no Content-Type, a copy of the published definition (which keeps its
+ * spreadsheet). The Draft Token and attachments whose name and type still match carry over. A
+ * field may not change type from any earlier version (400.17); conversion warnings and removed
+ * fields (a Structure Change) fail together as one 400.16 unless ignoreWarnings.
+ * Effects: new draft definition (the previous draft and its test submissions are deleted); for a
+ *   spreadsheet its blob and itemsets.csv; audit `form.update.draft.set` or `form.update.draft.replace`.
+ * @throws 404.1; 403.1 without form.update; 400.x parse errors; 400.6 a malformed fallback
+ *   header; 400.8 a different xmlFormId; 400.15 the spreadsheet does not convert; 400.16; 400.17;
+ *   400.27 no meta group.
  */
 export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, input: UploadInput): Promise<void> {
+  const copy = input.body.byteLength === 0 && (input.contentType == null || input.contentType === '');
+  let uploaded: Upload | null = null;
+  if (!copy) {
+    // 404 and 403 come before parse errors; the conversion (CPU work) then runs outside the transaction.
+    await canOnFormOrReject(ctx, 'form.update', await getFormOrNotFound(ctx, projectId, xmlFormId));
+    uploaded = readUpload(input.body, input.contentType, input.formIdFallback ?? null);
+  }
   await withTx(ctx, async (tx) => {
     const f = await getFormOrNotFound(tx, projectId, xmlFormId);
     await canOnFormOrReject(tx, 'form.update', f);
     const published = f.form.currentDefId == null ? null : await getDefOrNotFound(tx, f.form.currentDefId);
-    let upload;
-    if (input.body.byteLength === 0 && (input.contentType == null || input.contentType === '')) {
+    let upload: Upload;
+    if (uploaded) {
+      upload = uploaded;
+    } else {
       if (!published) throw problems.user.notFound();
       upload = readUpload(new TextEncoder().encode(published.xml), 'application/xml');
-    } else {
-      upload = readUpload(input.body, input.contentType);
+      if (published.xlsBlobId != null) upload.xls = { blobId: published.xlsBlobId, contentType: published.xlsContentType ?? 'application/octet-stream' };
     }
     const p = upload.parsed;
     if (p.xmlFormId !== f.form.xmlFormId) {
@@ -238,8 +256,8 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
     const earlier = await tx.db.select({ fields: formDefs.fields }).from(formDefs).where(and(eq(formDefs.formId, f.form.id), isNotNull(formDefs.publishedAt)));
     checkFieldTypes(earlier.map((d) => d.fields), p.fields);
     const removed = removedFields(published?.fields ?? null, p.fields);
-    if (removed.length > 0 && !input.ignoreWarnings) {
-      throw problems.form.formWarnings({ workflowWarnings: [{ type: 'structureChanged', details: removed }] });
+    if (!input.ignoreWarnings) {
+      rejectIfWarnings(upload.xlsFormWarnings, removed.length > 0 ? [{ type: 'structureChanged', details: removed }] : []);
     }
     const previousDraftId = f.form.draftDefId;
     const def = await insertDef(tx, f.form, upload, false);

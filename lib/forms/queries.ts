@@ -102,7 +102,8 @@ export async function displayedDef(ctx: Ctx, form: FormRow): Promise<FormDefRow>
 
 /**
  * Extended form metadata (X-Extended-Metadata): submission counts (live, not draft), review state
- * counts, last submission and creator; publicLinks stays 0 until public links exist.
+ * counts, last submission and creator, excelContentType (the spreadsheet's type when `def` was
+ * converted from an XLSForm, else null); publicLinks stays 0 until public links exist.
  */
 export async function extendedFormFields(ctx: Ctx, form: FormRow, def: FormDefRow) {
   const [creator] = form.createdBy == null ? [] : await ctx.db.select().from(actors).where(eq(actors.id, form.createdBy));
@@ -121,7 +122,7 @@ export async function extendedFormFields(ctx: Ctx, form: FormRow, def: FormDefRo
     entityRelated: def.datasets.length > 0,
     reviewStates: { received: stats?.received ?? 0, hasIssues: stats?.hasIssues ?? 0, edited: stats?.edited ?? 0 },
     lastSubmission: iso(stats?.last ?? null),
-    excelContentType: null,
+    excelContentType: def.xlsContentType,
     publicLinks: 0,
     createdBy: creator ? actorJson(creator) : null,
   };

@@ -28,7 +28,6 @@ const deferred: Array<[RegExp, string]> = [
   [/\/public-links/, 'public links (a later issue)'],
   [/\/datasets/, 'entities and datasets (entities issue)'],
   [/^(POST|DELETE) \/v1\/config\//, 'setting server configuration (read-only until configuration is stored)'],
-  [/\.xlsx$|\.xls$/, 'spreadsheets are answered, as 404 until the XLSForm issue keeps them'],
 ];
 
 /** A regex for a Hono route path: `:name{re}` keeps its pattern, `:name` is one segment. */

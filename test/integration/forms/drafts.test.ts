@@ -127,7 +127,7 @@ describe('POST F/draft', () => {
     await setDraft(h, 'simple', formXml('simple').replace('<bind nodeset="/data/age" type="int"/>', '<bind nodeset="/data/age" type="string"/>'));
   });
 
-  test('a different xmlFormId: 400.8; no meta: 400.27; not XML: 400.2; spreadsheet: 501.3', async () => {
+  test('a different xmlFormId: 400.8; no meta: 400.27; not XML: 400.2; a spreadsheet that is no workbook: 400.15', async () => {
     const h = await harness();
     await createForm(h, formXml('simple'), { publish: true });
     const body = await expectProblem(await h.post(`${F(h, 'simple')}/draft`, { as: 'alice', body: formXml('withrepeat'), headers: xmlHeaders }), 400.8);
@@ -137,7 +137,7 @@ describe('POST F/draft', () => {
     await expectProblem(await h.post(`${F(h, 'simple')}/draft`, { as: 'alice', body: 'nope', headers: xmlHeaders }), 400.2);
     await expectProblem(await h.post(`${F(h, 'simple')}/draft`, {
       as: 'alice', body: new Uint8Array([0x50, 0x4b]), headers: { 'Content-Type': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' },
-    }), 501.3);
+    }), 400.15);
     expect((await formRow(h, 'simple')).draftDefId).toBeNull();
     expect(await h.auditActions()).toEqual(['form.create']);
   });
