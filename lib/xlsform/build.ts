@@ -55,6 +55,8 @@ export interface Element {
   choiceFilter?: string;
   listName?: string;
   itemsetFile?: string;
+  /** `select_one ${q}`: choices from the answers to q in its repeat. */
+  itemsetRef?: string;
   orOther?: boolean;
   saveTo?: string;
   repeatCount?: string;
@@ -437,6 +439,9 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
         }
         el.itemsetFile = arg!;
         el.listName = m[1]!;
+      } else if (/^\$\{[^}]+\}$/.test(arg!)) {
+        // `select_one ${name}`: the choices are the answers to a question in a repeat.
+        el.itemsetRef = arg!;
       } else {
         el.listName = arg!;
         if (!choices) {
@@ -450,7 +455,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
         el.orOther = true;
         if (lists.get(arg!)?.itext || typeof el.label !== 'string') usesTranslatedOrOther ||= isTranslated(el.label) || (lists.get(arg!)?.itext ?? false);
       }
-      if (tableList && tableList.group === parent && canonical !== 'select one external') {
+      if (tableList && tableList.group === parent && canonical !== 'select one external' && !el.itemsetRef) {
         if (tableList.list == null) {
           tableList.list = arg!;
           const header = newElement('question', null, `reserved_name_for_field_list_labels_${row.row}`, canonical);

@@ -359,7 +359,20 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
     throw new XlsFormError(`${rowAt(el.row)} The survey element named '${el.name}' has no label or hint.`);
   }
   let items = '';
-  if (info.kind === 'select') {
+  if (info.kind === 'select' && el.itemsetRef) {
+    // pyxform: the nodeset is the repeat holding the question, value and label its answer, and
+    // rows without an answer are left out (or the choice_filter is applied relative to the row).
+    const path = resolve(ctx, el.itemsetRef, { path: el.path, el, column: 'type', row: el.row }).trim();
+    const steps = path.split('/');
+    const nodeset = steps.slice(0, -1).join('/');
+    const leaf = steps[steps.length - 1]!;
+    let filter = el.choiceFilter
+      ? resolve(ctx, el.choiceFilter, { path: el.path, el, column: el.original.get('choice_filter') ?? 'choice_filter', row: el.row, useCurrent: true })
+          .split(`current()/${nodeset}`).join('.').split(nodeset).join('.')
+      : `./${leaf} != ''`;
+    filter = `[${filter}]`;
+    items = `<itemset nodeset="${escAttr(nodeset + filter)}"><value ref="${escAttr(leaf)}"/><label ref="${escAttr(leaf)}"/></itemset>`;
+  } else if (info.kind === 'select') {
     let valueRef = 'name';
     let labelRef = 'label';
     if (el.itemsetFile) {
