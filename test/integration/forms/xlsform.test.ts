@@ -5,7 +5,8 @@
  * F/draft.xlsx / F/versions/{v}.xlsx downloads (bytes, ETag, 304) and who may make them,
  * excelContentType, and itemsets.csv (shared/spec/interface.md, Forms and Draft Forms rows;
  * central-api.yaml createForm, retrieveFormXls, retrieveDraftFormXls, retrieveFormVersionXls).
- * xlsform-wiring.test.ts covers the same wiring with a stand-in converter.
+ * xlsform-wiring.test.ts covers the rest of the wiring (fallback decoding, combined warnings, drafts and
+ * versions keeping their spreadsheet, itemsets, rollback and purge) with spreadsheets built in memory.
  */
 import { count } from 'drizzle-orm';
 import { describe, expect, test } from 'vitest';
