@@ -1,3 +1,5 @@
+import { concatBytes } from '../bytes';
+
 /**
  * Where blob bytes live. Keys are the lowercase hex SHA-256 of the content (content-addressed: the
  * same bytes are stored once). Implementations: local files (lib/runtime/fs-blobs.ts, Node only)
@@ -28,13 +30,7 @@ export async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8
     chunks.push(value);
     size += value.byteLength;
   }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.byteLength;
-  }
-  return out;
+  return concatBytes(chunks, size);
 }
 
 /** Whether a string is a blob key (lowercase hex SHA-256). Pure. */

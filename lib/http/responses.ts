@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import type { Ctx } from '../context';
 import { problems } from '../problem';
 import type { AppEnv } from './app';
+import { concatBytes } from '../bytes';
 
 /** `attachment; filename="…"; filename*=UTF-8''…` as Central writes it. */
 export function contentDisposition(filename: string): string {
@@ -74,11 +75,5 @@ export async function bodyBytes(c: Context<AppEnv>): Promise<Uint8Array> {
     }
     chunks.push(value);
   }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
+  return concatBytes(chunks, size);
 }

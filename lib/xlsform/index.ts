@@ -3,7 +3,7 @@
  * and Workers. Produces what pyxform 4.5 produces for the same spreadsheet
  * (shared/reference/xlsform/xlsform-spec.md, shared/reference/ODK XForms spec).
  */
-import { XlsFormError, type XlsFormResult, type ConvertOptions } from './types';
+import type { ConvertOptions, XlsFormResult } from './types';
 import { readWorkbook } from './workbook';
 import { buildXForm } from './build';
 

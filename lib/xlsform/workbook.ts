@@ -6,6 +6,7 @@
  */
 import * as XLSX from '@e965/xlsx';
 import { Unzip, UnzipInflate, unzipSync, zipSync } from 'fflate';
+import { concatBytes } from '../bytes';
 import { XlsFormError } from './types';
 
 /** One data row: its 1-based spreadsheet row number and its non-empty cells by header. */
@@ -76,7 +77,7 @@ function checkZip(bytes: Uint8Array): Record<string, Uint8Array> {
       total += chunk.length;
       if (size > MAX_PART_BYTES || total > MAX_TOTAL_BYTES) throw tooLarge(file.name);
       chunks.push(chunk);
-      if (final) files[file.name] = concat(chunks, size);
+      if (final) files[file.name] = concatBytes(chunks, size);
     };
     file.start();
   });
@@ -93,17 +94,6 @@ function checkZip(bytes: Uint8Array): Record<string, Uint8Array> {
 
 const tooLarge = (part: string) =>
   new XlsFormError(`The spreadsheet is too large once uncompressed (part ${part} exceeds the limit of ${MAX_PART_BYTES} bytes, or all parts together exceed ${MAX_TOTAL_BYTES}).`);
-
-function concat(chunks: Uint8Array[], size: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let o = 0;
-  for (const c of chunks) {
-    out.set(c, o);
-    o += c.length;
-  }
-  return out;
-}
 
 /**
  * Drops worksheet cells that hold no value (`<c r="T1" s="3"/>`: formatting only) before SheetJS

@@ -16,13 +16,6 @@ const rowAt = (n: number) => `[row : ${n}]`;
 const REF = /\$\{(last-saved#)?([^}]*)\}/g;
 const MEDIA_PREFIX: Record<string, string> = { image: 'jr://images/', 'big-image': 'jr://images/', audio: 'jr://audio/', video: 'jr://video/' };
 
-/** Elements that can be a ${} target: everything with a path but the root. */
-function ancestorsOf(el: Element): Element[] {
-  const out: Element[] = [];
-  for (let p: Element | undefined = el; p; p = p.parent) out.push(p);
-  return out.reverse();
-}
-
 function nearestRepeat(el: Element | undefined): Element | null {
   for (let p = el; p; p = p.parent) if (p.kind === 'repeat') return p;
   return null;

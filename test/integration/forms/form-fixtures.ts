@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
-import { json, type Harness } from '../../helpers/harness';
+import { json, type As, type Harness } from '../../helpers/harness';
 import type { FixtureUser } from '../../fixtures/users';
 
 const shared = new URL('../../../../shared/', import.meta.url);
@@ -116,3 +116,23 @@ export const withAttachmentsAs = (xmlFormId: string) => formXml('withAttachments
 
 /** An attachment file of the withAttachments capture (goodone.csv, goodtwo.mp3). */
 export const attachmentFile = (name: string) => fixtureBytes(`central-outputs/withAttachments/inputs/form-attachments/${name}`);
+
+/** The spreadsheet Content-Types (central-api.yaml, POST P/forms). */
+export const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
+export const XLS = 'application/vnd.ms-excel';
+
+/** POSTs spreadsheet bytes (default .xlsx, as alice), with X-XlsForm-FormId-Fallback when given. */
+export function postSpreadsheet(h: Harness, path: string, bytes: Uint8Array, opts: { type?: string; fallback?: string; as?: As } = {}) {
+  return h.post(path, {
+    as: opts.as ?? 'alice',
+    body: bytes,
+    headers: { 'Content-Type': opts.type ?? XLSX, ...(opts.fallback == null ? {} : { 'X-XlsForm-FormId-Fallback': opts.fallback }) },
+  });
+}
+
+/** POST P/forms with a spreadsheet; expects 200 and returns the Form JSON. */
+export async function uploadSpreadsheet(h: Harness, bytes: Uint8Array, opts: { type?: string; fallback?: string; query?: string } = {}): Promise<Json> {
+  const res = await postSpreadsheet(h, `${P(h)}/forms${opts.query ?? ''}`, bytes, opts);
+  expect(res.status, await res.clone().text()).toBe(200);
+  return json(res);
+}

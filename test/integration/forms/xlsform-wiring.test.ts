@@ -17,10 +17,10 @@ import { purgeForms } from '../../../lib/forms';
 import { convertXlsForm, XlsFormError } from '../../../lib/xlsform';
 import { harness, json, type Harness } from '../../helpers/harness';
 import { workbook, type Rows, type Sheets } from '../../helpers/xlsform-sheets';
-import { createForm, expectProblem, extended, F, formXml, md5, P, publish, sha256, xmlHeaders, type Json } from './form-fixtures';
+import {
+  createForm, expectProblem, extended, F, formXml, md5, P, postSpreadsheet, publish, sha256, uploadSpreadsheet, XLS, XLSX, xmlHeaders, type Json,
+} from './form-fixtures';
 
-const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
-const XLS = 'application/vnd.ms-excel';
 const MAX_PIXELS = /^\[row : \d+\] Use the max-pixels parameter to speed up submission sending and save storage space\./;
 
 interface TextForm {
@@ -88,19 +88,7 @@ function incompressible(n: number): string {
   return s.slice(0, n);
 }
 
-function post(h: Harness, path: string, bytes: Uint8Array, opts: { type?: string; fallback?: string } = {}) {
-  return h.post(path, {
-    as: 'alice',
-    body: bytes,
-    headers: { 'Content-Type': opts.type ?? XLSX, ...(opts.fallback == null ? {} : { 'X-XlsForm-FormId-Fallback': opts.fallback }) },
-  });
-}
 
-async function upload(h: Harness, bytes: Uint8Array, opts: { type?: string; fallback?: string; query?: string } = {}): Promise<Json> {
-  const res = await post(h, `${P(h)}/forms${opts.query ?? ''}`, bytes, opts);
-  expect(res.status, await res.clone().text()).toBe(200);
-  return json(res);
-}
 
 const blobCount = async (h: Harness) => (await h.db.select({ n: count() }).from(blobs))[0]!.n;
 const defCount = async (h: Harness) => (await h.db.select({ n: count() }).from(formDefs))[0]!.n;
@@ -113,7 +101,7 @@ describe('POST P/forms with a spreadsheet', () => {
   test('.xlsx: converted, the XML goes the XML way; the spreadsheet is kept as a blob on the definition', async () => {
     const h = await harness();
     const bytes = textForm({ formId: 'wiring', version: '1', title: 'Wiring' });
-    const body = await upload(h, bytes, { fallback: 'ignored', query: '?publish=true' });
+    const body = await uploadSpreadsheet(h, bytes, { fallback: 'ignored', query: '?publish=true' });
     const { xml } = converted(bytes);
     expect(body).toMatchObject({ xmlFormId: 'wiring', name: 'Wiring', version: '1', hash: md5(xml), draftToken: null });
     expect(body.publishedAt).not.toBeNull();
@@ -138,7 +126,7 @@ describe('POST P/forms with a spreadsheet', () => {
 
   test('a Content-Type with parameters still counts as a spreadsheet; the type is stored without them', async () => {
     const h = await harness();
-    await upload(h, textForm(), { type: `${XLSX}; charset=binary`, fallback: 'wiring' });
+    await uploadSpreadsheet(h, textForm(), { type: `${XLSX}; charset=binary`, fallback: 'wiring' });
     const def = await defOf(h, (await formRow(h, 'wiring'))!.draftDefId!);
     expect(def.xlsContentType).toBe(XLSX);
     // a draft-only .xlsx form: F/draft.xlsx, but neither F.xlsx nor F/draft.xls
@@ -149,7 +137,7 @@ describe('POST P/forms with a spreadsheet', () => {
 
   test('excelContentType in extended metadata (GET F, GET P/forms, versions); null for an XML form; not in the plain shape', async () => {
     const h = await harness();
-    await upload(h, textForm({ formId: 'wiring' }), { query: '?publish=true' });
+    await uploadSpreadsheet(h, textForm({ formId: 'wiring' }), { query: '?publish=true' });
     await createForm(h, formXml('withrepeat'), { publish: true });
     expect((await json(await h.get(F(h, 'wiring'), { as: 'alice', headers: extended }))).excelContentType).toBe(XLSX);
     const list = await json<Json[]>(await h.get(`${P(h)}/forms`, { as: 'alice', headers: extended }));
@@ -163,7 +151,7 @@ describe('POST P/forms with a spreadsheet', () => {
 describe('X-XlsForm-FormId-Fallback', () => {
   test('percent-encoded with a space: the form id, and the download\'s file name', async () => {
     const h = await harness();
-    expect((await upload(h, textForm(), { fallback: 'my%20form' })).xmlFormId).toBe('my form');
+    expect((await uploadSpreadsheet(h, textForm(), { fallback: 'my%20form' })).xmlFormId).toBe('my form');
     const res = await h.get(`${P(h)}/forms/${encodeURIComponent('my form')}/draft.xlsx`, { as: 'alice' });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-disposition')).toBe('attachment; filename="my form.xlsx"; filename*=UTF-8\'\'my%20form.xlsx');
@@ -172,7 +160,7 @@ describe('X-XlsForm-FormId-Fallback', () => {
   test('a malformed percent-encoding: 400.6 naming the header; nothing stored; an XML upload ignores the header', async () => {
     const h = await harness();
     const before = await blobCount(h);
-    const body = await expectProblem(await post(h, `${P(h)}/forms`, textForm(), { fallback: 'bad%E0%A4%A' }), 400.6);
+    const body = await expectProblem(await postSpreadsheet(h, `${P(h)}/forms`, textForm(), { fallback: 'bad%E0%A4%A' }), 400.6);
     expect(body.details).toEqual({ field: 'X-XlsForm-FormId-Fallback', value: 'bad%E0%A4%A' });
     expect(await blobCount(h)).toBe(before);
     const xml = await h.post(`${P(h)}/forms`, { as: 'alice', body: formXml('simple'), headers: { ...xmlHeaders, 'X-XlsForm-FormId-Fallback': '%' } });
@@ -182,14 +170,14 @@ describe('X-XlsForm-FormId-Fallback', () => {
   test('no form_id in the sheet and no header: 400.15 with the converter\'s message', async () => {
     const h = await harness();
     const bytes = textForm();
-    const body = await expectProblem(await post(h, `${P(h)}/forms`, bytes), 400.15);
+    const body = await expectProblem(await postSpreadsheet(h, `${P(h)}/forms`, bytes), 400.15);
     expect(body.details).toEqual(conversionError(bytes));
     expect(body.details.error).toMatch(/form_id/);
   });
 
   test('an id ending in .xlsx: 400.8 as Central', async () => {
     const h = await harness();
-    const body = await expectProblem(await post(h, `${P(h)}/forms`, textForm(), { fallback: 'form.xlsx' }), 400.8);
+    const body = await expectProblem(await postSpreadsheet(h, `${P(h)}/forms`, textForm(), { fallback: 'form.xlsx' }), 400.8);
     expect(body.details).toMatchObject({ field: 'formId', value: 'form.xlsx' });
     expect(body.message).toContain('The Form ID cannot end in .xls, .xlsx, or .xml.');
   });
@@ -200,7 +188,7 @@ describe('conversion errors and warnings', () => {
     const h = await harness();
     const before = await blobCount(h);
     const bytes = workbook({ survey: [['type', 'name', 'label'], ['x', 'name', 'Your name']] });
-    const res = await post(h, `${P(h)}/forms`, bytes, { fallback: 'x' });
+    const res = await postSpreadsheet(h, `${P(h)}/forms`, bytes, { fallback: 'x' });
     expect(res.status).toBe(400);
     const text = await res.text();
     expect(text).toBe(JSON.stringify({
@@ -220,28 +208,28 @@ describe('conversion errors and warnings', () => {
     const { warnings } = converted(bytes, 'simple');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(MAX_PIXELS);
-    const body = await expectProblem(await post(h, `${P(h)}/forms`, bytes, { fallback: 'simple' }), 400.16);
+    const body = await expectProblem(await postSpreadsheet(h, `${P(h)}/forms`, bytes, { fallback: 'simple' }), 400.16);
     expect(body.message).toBe('The Form is valid, but with warnings. Please check the warnings and if they are acceptable resubmit with ?ignoreWarnings=true');
     expect(body.details).toEqual({
       warnings: { xlsFormWarnings: warnings, workflowWarnings: [{ type: 'deletedFormExists', details: { xmlFormId: 'simple' } }] },
     });
     expect(Object.keys(body.details.warnings)).toEqual(['xlsFormWarnings', 'workflowWarnings']);
-    await upload(h, bytes, { fallback: 'simple', query: '?ignoreWarnings=true' });
+    await uploadSpreadsheet(h, bytes, { fallback: 'simple', query: '?ignoreWarnings=true' });
   });
 
   test('a draft: conversion warnings and a Structure Change together; warnings alone fail too; ignoreWarnings sets the draft', async () => {
     const h = await harness();
-    await upload(h, textForm({ formId: 'wiring', age: true }), { query: '?publish=true' });
+    await uploadSpreadsheet(h, textForm({ formId: 'wiring', age: true }), { query: '?publish=true' });
     const noAge = textForm({ formId: 'wiring', image: true });
     const { warnings } = converted(noAge);
     expect(warnings).toEqual([expect.stringMatching(MAX_PIXELS)]);
-    const body = await expectProblem(await post(h, `${F(h, 'wiring')}/draft`, noAge), 400.16);
+    const body = await expectProblem(await postSpreadsheet(h, `${F(h, 'wiring')}/draft`, noAge), 400.16);
     expect(body.details).toEqual({ warnings: { xlsFormWarnings: warnings, workflowWarnings: [{ type: 'structureChanged', details: ['age'] }] } });
     const withAge = textForm({ formId: 'wiring', age: true, image: true });
-    const alone = await expectProblem(await post(h, `${F(h, 'wiring')}/draft`, withAge), 400.16);
+    const alone = await expectProblem(await postSpreadsheet(h, `${F(h, 'wiring')}/draft`, withAge), 400.16);
     expect(alone.details).toEqual({ warnings: { xlsFormWarnings: converted(withAge).warnings } });
     expect((await formRow(h, 'wiring'))!.draftDefId).toBeNull();
-    const ok = await post(h, `${F(h, 'wiring')}/draft?ignoreWarnings=true`, noAge);
+    const ok = await postSpreadsheet(h, `${F(h, 'wiring')}/draft?ignoreWarnings=true`, noAge);
     expect(ok.status).toBe(200);
     expect(await json(ok)).toEqual({ success: true });
     expect(await bytesOf(await h.get(`${F(h, 'wiring')}/draft.xlsx`, { as: 'alice' }))).toEqual(noAge);
@@ -253,19 +241,19 @@ describe('drafts and versions keep their spreadsheet', () => {
     const h = await harness();
     const first = textForm({ formId: 'wiring', label: 'First label' });
     const second = textForm({ formId: 'wiring', label: 'Second label' });
-    await upload(h, first, { query: '?publish=true' });
-    expect((await post(h, `${F(h, 'wiring')}/draft`, second)).status).toBe(200);
+    await uploadSpreadsheet(h, first, { query: '?publish=true' });
+    expect((await postSpreadsheet(h, `${F(h, 'wiring')}/draft`, second)).status).toBe(200);
     expect(await bytesOf(await h.get(`${F(h, 'wiring')}/draft.xlsx`, { as: 'alice' }))).toEqual(second);
     expect(await bytesOf(await h.get(`${F(h, 'wiring')}.xlsx`, { as: 'alice' }))).toEqual(first);
-    await expectProblem(await post(h, `${F(h, 'wiring')}/draft`, textForm({ formId: 'other' })), 400.8);
+    await expectProblem(await postSpreadsheet(h, `${F(h, 'wiring')}/draft`, textForm({ formId: 'other' })), 400.8);
   });
 
   test('the fallback header works for drafts too (percent-encoded)', async () => {
     const h = await harness();
     const id = encodeURIComponent('ñandú');
-    await upload(h, textForm(), { fallback: id, query: '?publish=true' });
+    await uploadSpreadsheet(h, textForm(), { fallback: id, query: '?publish=true' });
     const again = textForm({ label: 'Another label' });
-    const res = await post(h, `${P(h)}/forms/${id}/draft`, again, { fallback: id });
+    const res = await postSpreadsheet(h, `${P(h)}/forms/${id}/draft`, again, { fallback: id });
     expect(res.status, await res.clone().text()).toBe(200);
     expect(await bytesOf(await h.get(`${P(h)}/forms/${id}/draft.xlsx`, { as: 'alice' }))).toEqual(again);
   });
@@ -273,7 +261,7 @@ describe('drafts and versions keep their spreadsheet', () => {
   test('.xls: copying the published definition (empty body) keeps its spreadsheet; so does publishing with ?version; one blob', async () => {
     const h = await harness();
     const bytes = textForm({ formId: 'wiring', book: 'xls' });
-    await upload(h, bytes, { type: XLS, query: '?publish=true' });
+    await uploadSpreadsheet(h, bytes, { type: XLS, query: '?publish=true' });
     const served = await h.get(`${F(h, 'wiring')}.xls`, { as: 'bob' });
     expect(served.headers.get('content-type')).toBe(XLS);
     expect(served.headers.get('content-disposition')).toBe('attachment; filename="wiring.xls"; filename*=UTF-8\'\'wiring.xls');
@@ -297,7 +285,7 @@ describe('drafts and versions keep their spreadsheet', () => {
 
   test('a draft from XML has no spreadsheet: draft.xlsx 404.1 while F.xlsx stays', async () => {
     const h = await harness();
-    await upload(h, textForm({ formId: 'simple' }), { query: '?publish=true' });
+    await uploadSpreadsheet(h, textForm({ formId: 'simple' }), { query: '?publish=true' });
     const res = await h.post(`${F(h, 'simple')}/draft`, { as: 'alice', body: formXml('simple'), headers: xmlHeaders });
     expect(res.status, await res.clone().text()).toBe(200);
     await expectProblem(await h.get(`${F(h, 'simple')}/draft.xlsx`, { as: 'alice' }), 404.1);
@@ -315,7 +303,7 @@ describe('itemsets.csv', () => {
     const bytes = externalForm([['kano_municipal', 'Kano Municipal', 'kano'], ['ikeja', 'Ikeja', 'lagos']]);
     const { itemsets } = converted(bytes);
     expect(itemsets).toContain('"ikeja","Ikeja","lagos"');
-    await upload(h, bytes, { query: '?publish=true' });
+    await uploadSpreadsheet(h, bytes, { query: '?publish=true' });
     const csv = new TextEncoder().encode(itemsets!);
     const list = await json<Json[]>(await h.get(`${F(h, id)}/attachments`, { as: 'alice' }));
     expect(list).toEqual([{
@@ -333,7 +321,7 @@ describe('itemsets.csv', () => {
       survey: [['type', 'name', 'label'], ['text', 'name', 'Your name']],
       external_choices: [['list_name', 'name', 'label'], ['lga', 'ikeja', 'Ikeja']],
     });
-    await upload(h, bytes, { fallback: 'wiring' });
+    await uploadSpreadsheet(h, bytes, { fallback: 'wiring' });
     expect(await json(await h.get(`${F(h, 'wiring')}/draft/attachments`, { as: 'alice' }))).toEqual([]);
     expect(await h.db.select().from(formAttachments)).toEqual([]);
   });
@@ -344,8 +332,8 @@ describe('itemsets.csv', () => {
     const fresh = externalForm([['ikeja', 'Ikeja', 'lagos']]);
     const [oldCsv, freshCsv] = [converted(old).itemsets!, converted(fresh).itemsets!];
     expect(oldCsv).not.toBe(freshCsv);
-    await upload(h, old, { query: '?publish=true' });
-    expect((await post(h, `${F(h, id)}/draft`, fresh)).status).toBe(200);
+    await uploadSpreadsheet(h, old, { query: '?publish=true' });
+    expect((await postSpreadsheet(h, `${F(h, id)}/draft`, fresh)).status).toBe(200);
     expect(await (await h.get(`${F(h, id)}/draft/attachments/itemsets.csv`, { as: 'alice' })).text()).toBe(freshCsv);
     expect(await (await h.get(`${F(h, id)}/attachments/itemsets.csv`, { as: 'alice' })).text()).toBe(oldCsv);
     expect((await h.post(`${F(h, id)}/draft`, { as: 'alice' })).status).toBe(200); // a copy of the published one replaces the draft
@@ -367,7 +355,7 @@ describe('rollback and purge', () => {
     expect(converted(bytes).xml).toContain('.png</value>');
     const before = { blobs: await blobCount(h), defs: await defCount(h) };
     expect(await h.deps.blobs.has(sha)).toBe(false);
-    const res = await post(h, `${P(h)}/forms`, bytes);
+    const res = await postSpreadsheet(h, `${P(h)}/forms`, bytes);
     expect(res.status, await res.clone().text()).toBe(500);
     expect(await blobRows(h, sha)).toEqual([]);
     expect(await h.deps.blobs.has(sha)).toBe(false);
@@ -380,11 +368,11 @@ describe('rollback and purge', () => {
   test('a failure after the spreadsheet was stored (POST F/draft): the form keeps its state; no new blob or form_defs row', async () => {
     const h = await harness();
     const published = textForm({ formId: 'too_long', label: 'Published label' });
-    await upload(h, published, { query: '?publish=true' });
+    await uploadSpreadsheet(h, published, { query: '?publish=true' });
     const bytes = textForm({ formId: 'too_long', label: 'Draft label', media: tooLong() });
     const sha = sha256(bytes);
     const before = { blobs: await blobCount(h), defs: await defCount(h), form: await formRow(h, 'too_long') };
-    const res = await post(h, `${F(h, 'too_long')}/draft`, bytes);
+    const res = await postSpreadsheet(h, `${F(h, 'too_long')}/draft`, bytes);
     expect(res.status, await res.clone().text()).toBe(500);
     expect(await blobRows(h, sha)).toEqual([]);
     expect(await h.deps.blobs.has(sha)).toBe(false);
@@ -399,9 +387,9 @@ describe('rollback and purge', () => {
     const h = await harness();
     const shared = textForm({ label: 'Shared by two forms' });
     const own = textForm({ label: 'Only the doomed form' });
-    await upload(h, shared, { fallback: 'keep', query: '?publish=true' });
-    await upload(h, shared, { fallback: 'doomed_a', query: '?publish=true' });
-    await upload(h, own, { fallback: 'doomed_b', query: '?publish=true' });
+    await uploadSpreadsheet(h, shared, { fallback: 'keep', query: '?publish=true' });
+    await uploadSpreadsheet(h, shared, { fallback: 'doomed_a', query: '?publish=true' });
+    await uploadSpreadsheet(h, own, { fallback: 'doomed_b', query: '?publish=true' });
     expect(await blobRows(h, sha256(shared))).toHaveLength(1);
     expect(await h.deps.blobs.has(sha256(own))).toBe(true);
     for (const doomed of ['doomed_a', 'doomed_b']) expect((await h.delete(F(h, doomed), { as: 'alice' })).status).toBe(200);

@@ -14,31 +14,17 @@ import { blobs, forms } from '../../../drizzle/schema';
 import { harness, json, type As, type Harness } from '../../helpers/harness';
 import { appUserFor } from '../../helpers/submitting';
 import {
-  createForm, expectProblem, extended, F, fixtureBytes, fixtureText, formXml, md5, P, publish, sha256, type Json,
+  createForm, expectProblem, extended, F, fixtureBytes, fixtureText, formXml, md5, P, postSpreadsheet, publish, sha256,
+  uploadSpreadsheet, XLS, XLSX, type Json,
 } from './form-fixtures';
 
-const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
-const XLS = 'application/vnd.ms-excel';
 const AUTHORED = 'xlsform-generated/authored';
 
 const simpleXlsx = () => fixtureBytes('central-misc/simple.xlsx');
 const widgetsXls = () => fixtureBytes('xlsform/widgets.xls');
 const lines = (path: string) => fixtureText(path).split('\n').filter((l) => l.trim() !== '');
 
-function post(h: Harness, path: string, bytes: Uint8Array, opts: { type?: string; fallback?: string; as?: As } = {}) {
-  return h.post(path, {
-    as: opts.as ?? 'alice',
-    body: bytes,
-    headers: { 'Content-Type': opts.type ?? XLSX, ...(opts.fallback == null ? {} : { 'X-XlsForm-FormId-Fallback': opts.fallback }) },
-  });
-}
 
-/** POST P/forms with a spreadsheet; expects 200 and returns the Form JSON. */
-async function upload(h: Harness, bytes: Uint8Array, opts: { type?: string; fallback?: string; query?: string } = {}): Promise<Json> {
-  const res = await post(h, `${P(h)}/forms${opts.query ?? ''}`, bytes, opts);
-  expect(res.status, await res.clone().text()).toBe(200);
-  return json(res);
-}
 
 const bytesOf = async (res: Response) => new Uint8Array(await res.arrayBuffer());
 const blobCount = async (h: Harness) => (await h.db.select({ n: count() }).from(blobs))[0]!.n;
@@ -47,7 +33,7 @@ describe('POST P/forms with an XLSForm', () => {
   test('central-misc/simple.xlsx, published: the fields pyxform gives; F.xlsx is the upload byte for byte', async () => {
     const h = await harness();
     const bytes = simpleXlsx();
-    const body = await upload(h, bytes, { fallback: 'simple', query: '?publish=true' });
+    const body = await uploadSpreadsheet(h, bytes, { fallback: 'simple', query: '?publish=true' });
     expect(body).toMatchObject({ projectId: h.projectId, xmlFormId: 'simple', version: '', draftToken: null });
     expect(body.publishedAt).not.toBeNull();
     // the same fields as pyxform's own conversion of the file (simple.xlsx.pyxform.xml)
@@ -77,7 +63,7 @@ describe('POST P/forms with an XLSForm', () => {
   test('as a draft: F/draft.xlsx (ETag, 304), no F.xlsx until published; then F.xlsx', async () => {
     const h = await harness();
     const bytes = simpleXlsx();
-    const body = await upload(h, bytes, { fallback: 'simple' });
+    const body = await uploadSpreadsheet(h, bytes, { fallback: 'simple' });
     expect(body.publishedAt).toBeNull();
     expect(typeof body.draftToken).toBe('string');
     await expectProblem(await h.get(`${F(h, 'simple')}.xlsx`, { as: 'alice' }), 404.1);
@@ -94,8 +80,8 @@ describe('POST P/forms with an XLSForm', () => {
 
   test('POST F/draft with a spreadsheet; an empty POST F/draft copies the published one with its spreadsheet', async () => {
     const h = await harness();
-    await upload(h, simpleXlsx(), { fallback: 'simple', query: '?publish=true' });
-    const res = await post(h, `${F(h, 'simple')}/draft`, simpleXlsx(), { fallback: 'simple' });
+    await uploadSpreadsheet(h, simpleXlsx(), { fallback: 'simple', query: '?publish=true' });
+    const res = await postSpreadsheet(h, `${F(h, 'simple')}/draft`, simpleXlsx(), { fallback: 'simple' });
     expect(res.status, await res.clone().text()).toBe(200);
     expect(await json(res)).toEqual({ success: true });
     expect(await bytesOf(await h.get(`${F(h, 'simple')}/draft.xlsx`, { as: 'alice' }))).toEqual(simpleXlsx());
@@ -107,7 +93,7 @@ describe('POST P/forms with an XLSForm', () => {
   test('.xls (xlsform/widgets.xls): served back as F.xls with application/vnd.ms-excel', async () => {
     const h = await harness();
     const bytes = widgetsXls();
-    const body = await upload(h, bytes, { type: XLS, fallback: 'widgets', query: '?publish=true&ignoreWarnings=true' });
+    const body = await uploadSpreadsheet(h, bytes, { type: XLS, fallback: 'widgets', query: '?publish=true&ignoreWarnings=true' });
     expect(body.xmlFormId).toBe('widgets');
     const res = await h.get(`${F(h, 'widgets')}.xls`, { as: 'alice' });
     expect(res.status).toBe(200);
@@ -122,13 +108,13 @@ describe('POST P/forms with an XLSForm', () => {
 
   test('X-XlsForm-FormId-Fallback: plain, percent-encoded (a space, non-ASCII); malformed 400.6; the sheet\'s own form_id wins', async () => {
     const h = await harness();
-    expect((await upload(h, simpleXlsx(), { fallback: 'plain_id' })).xmlFormId).toBe('plain_id');
-    expect((await upload(h, simpleXlsx(), { fallback: encodeURIComponent('enquête ménage') })).xmlFormId).toBe('enquête ménage');
-    expect((await upload(h, simpleXlsx(), { fallback: '%E8%AA%BF%E6%9F%BB' })).xmlFormId).toBe('調査');
-    const bad = await expectProblem(await post(h, `${P(h)}/forms`, simpleXlsx(), { fallback: '%E8%AA' }), 400.6);
+    expect((await uploadSpreadsheet(h, simpleXlsx(), { fallback: 'plain_id' })).xmlFormId).toBe('plain_id');
+    expect((await uploadSpreadsheet(h, simpleXlsx(), { fallback: encodeURIComponent('enquête ménage') })).xmlFormId).toBe('enquête ménage');
+    expect((await uploadSpreadsheet(h, simpleXlsx(), { fallback: '%E8%AA%BF%E6%9F%BB' })).xmlFormId).toBe('調査');
+    const bad = await expectProblem(await postSpreadsheet(h, `${P(h)}/forms`, simpleXlsx(), { fallback: '%E8%AA' }), 400.6);
     expect(bad.details).toEqual({ field: 'X-XlsForm-FormId-Fallback', value: '%E8%AA' });
     // geo_types.xlsx names form_id geo_types in its settings sheet
-    expect((await upload(h, fixtureBytes(`${AUTHORED}/geo_types.xlsx`), { fallback: 'unused' })).xmlFormId).toBe('geo_types');
+    expect((await uploadSpreadsheet(h, fixtureBytes(`${AUTHORED}/geo_types.xlsx`), { fallback: 'unused' })).xmlFormId).toBe('geo_types');
     const list = await json<Json[]>(await h.get(`${P(h)}/forms`, { as: 'alice' }));
     expect(list.map((f) => f.xmlFormId).sort()).toEqual(['enquête ménage', 'geo_types', 'plain_id', '調査'].sort());
   });
@@ -136,7 +122,7 @@ describe('POST P/forms with an XLSForm', () => {
   test('no form_id in the sheet and no fallback header: 400.15, nothing stored', async () => {
     const h = await harness();
     const before = await blobCount(h);
-    const body = await expectProblem(await post(h, `${P(h)}/forms`, simpleXlsx()), 400.15);
+    const body = await expectProblem(await postSpreadsheet(h, `${P(h)}/forms`, simpleXlsx()), 400.15);
     expect(typeof body.details.error).toBe('string');
     expect(await blobCount(h)).toBe(before);
   });
@@ -146,7 +132,7 @@ describe('POST P/forms with an XLSForm', () => {
     async (name) => {
       const h = await harness();
       const before = await blobCount(h);
-      const res = await post(h, `${P(h)}/forms`, fixtureBytes(`${AUTHORED}/${name}.xlsx`), { fallback: name });
+      const res = await postSpreadsheet(h, `${P(h)}/forms`, fixtureBytes(`${AUTHORED}/${name}.xlsx`), { fallback: name });
       const text = await res.text();
       expect(res.status, text).toBe(400);
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
@@ -166,7 +152,7 @@ describe('POST P/forms with an XLSForm', () => {
   test('conversion warnings (media_and_audit.xlsx): 400.16 { warnings: { xlsFormWarnings } }; ignoreWarnings=true creates it', async () => {
     const h = await harness();
     const bytes = fixtureBytes(`${AUTHORED}/media_and_audit.xlsx`);
-    const res = await post(h, `${P(h)}/forms`, bytes);
+    const res = await postSpreadsheet(h, `${P(h)}/forms`, bytes);
     const text = await res.text();
     expect(res.status, text).toBe(400);
     expect(JSON.parse(text)).toEqual({
@@ -175,7 +161,7 @@ describe('POST P/forms with an XLSForm', () => {
       details: { warnings: { xlsFormWarnings: lines(`${AUTHORED}/media_and_audit.warnings.txt`) } },
     });
     expect(await h.db.select().from(forms)).toEqual([]);
-    const body = await upload(h, bytes, { query: '?ignoreWarnings=true' });
+    const body = await uploadSpreadsheet(h, bytes, { query: '?ignoreWarnings=true' });
     expect(body).toMatchObject({ xmlFormId: 'media_audit', version: '5' });
     expect((await h.get(`${F(h, 'media_audit')}/draft.xlsx`, { as: 'alice' })).status).toBe(200);
   });
@@ -183,9 +169,9 @@ describe('POST P/forms with an XLSForm', () => {
   test('conversion warnings and a form in the Trash: xlsFormWarnings and workflowWarnings in one object', async () => {
     const h = await harness();
     const bytes = fixtureBytes(`${AUTHORED}/media_and_audit.xlsx`);
-    await upload(h, bytes, { query: '?ignoreWarnings=true' });
+    await uploadSpreadsheet(h, bytes, { query: '?ignoreWarnings=true' });
     expect((await h.delete(F(h, 'media_audit'), { as: 'alice' })).status).toBe(200);
-    const body = await expectProblem(await post(h, `${P(h)}/forms`, bytes), 400.16);
+    const body = await expectProblem(await postSpreadsheet(h, `${P(h)}/forms`, bytes), 400.16);
     expect(body.details).toEqual({
       warnings: {
         xlsFormWarnings: lines(`${AUTHORED}/media_and_audit.warnings.txt`),
@@ -207,7 +193,7 @@ describe('POST P/forms with an XLSForm', () => {
 
   test('excelContentType in X-Extended-Metadata form JSON (GET F, GET P/forms, draft, versions)', async () => {
     const h = await harness();
-    await upload(h, simpleXlsx(), { fallback: 'simple', query: '?publish=true' });
+    await uploadSpreadsheet(h, simpleXlsx(), { fallback: 'simple', query: '?publish=true' });
     expect((await json(await h.get(F(h, 'simple'), { as: 'alice', headers: extended }))).excelContentType).toBe(XLSX);
     const list = await json<Json[]>(await h.get(`${P(h)}/forms`, { as: 'alice', headers: extended }));
     expect(list.map((f) => f.excelContentType)).toEqual([XLSX]);
@@ -220,7 +206,7 @@ describe('POST P/forms with an XLSForm', () => {
   test('select_one_external (external_choices_itemsets.xlsx): itemsets.csv is an attachment already there, downloadable', async () => {
     const h = await harness();
     const id = 'external_choices_itemsets';
-    await upload(h, fixtureBytes(`${AUTHORED}/${id}.xlsx`), { query: '?publish=true' });
+    await uploadSpreadsheet(h, fixtureBytes(`${AUTHORED}/${id}.xlsx`), { query: '?publish=true' });
     const csv = fixtureBytes(`${AUTHORED}/${id}.itemsets.csv`);
     const list = await json<Json[]>(await h.get(`${F(h, id)}/attachments`, { as: 'alice' }));
     expect(list).toHaveLength(1);
@@ -246,11 +232,11 @@ describe('POST P/forms with an XLSForm', () => {
     const before = await blobCount(h);
     const bytes = simpleXlsx();
     const stored = await h.deps.blobs.has(sha256(bytes));
-    await expectProblem(await post(h, `${P(h)}/forms`, bytes, { fallback: 'simple' }), 409.3);
+    await expectProblem(await postSpreadsheet(h, `${P(h)}/forms`, bytes, { fallback: 'simple' }), 409.3);
     expect(await blobCount(h)).toBe(before);
     expect(await h.deps.blobs.has(sha256(bytes))).toBe(stored);
     // and a bad draft upload (another form id) stores nothing either
-    await expectProblem(await post(h, `${F(h, 'simple')}/draft`, bytes, { fallback: 'other' }), 400.8);
+    await expectProblem(await postSpreadsheet(h, `${F(h, 'simple')}/draft`, bytes, { fallback: 'other' }), 400.8);
     expect(await blobCount(h)).toBe(before);
   });
 });
@@ -278,8 +264,8 @@ const matrix: Array<[string, string, Record<Caller, number>]> = [
 describe('rights on the spreadsheet downloads', () => {
   test.each(matrix)('%s', async (_label, suffix, expectations) => {
     const h = await harness();
-    await upload(h, simpleXlsx(), { fallback: 'simple', query: '?publish=true' });
-    expect((await post(h, `${F(h, 'simple')}/draft`, simpleXlsx(), { fallback: 'simple' })).status).toBe(200);
+    await uploadSpreadsheet(h, simpleXlsx(), { fallback: 'simple', query: '?publish=true' });
+    expect((await postSpreadsheet(h, `${F(h, 'simple')}/draft`, simpleXlsx(), { fallback: 'simple' })).status).toBe(200);
     const au = await appUserFor(h, 'simple', 'Matrix tablet');
     const other = await json<{ token: string }>(await h.post(`${P(h)}/app-users`, { as: 'bob', body: { displayName: 'Unassigned' } }));
     const callers: Record<Caller, As> = {
@@ -308,7 +294,7 @@ describe('rights on the spreadsheet downloads', () => {
 
   test('a closed form: App Users and Data Collectors lose F.xlsx, as F.xml', async () => {
     const h = await harness();
-    await upload(h, simpleXlsx(), { fallback: 'simple', query: '?publish=true' });
+    await uploadSpreadsheet(h, simpleXlsx(), { fallback: 'simple', query: '?publish=true' });
     const au = await appUserFor(h, 'simple', 'Closed tablet');
     expect((await h.patch(F(h, 'simple'), { as: 'alice', body: { state: 'closed' } })).status).toBe(200);
     await expectProblem(await h.get(`${F(h, 'simple')}.xlsx`, { as: { key: au.token } }), 403.1);
