@@ -12,6 +12,7 @@ import {
   appUserFor, bodyBytes, fixture, fixtureBytes, parseCsv, publishForm, readZip, submitOpenRosa,
 } from './helpers';
 import { scenarios } from './scenarios';
+import { userWithRole } from '../../helpers/roles';
 
 const P = (h: Harness) => `/v1/projects/${h.projectId}`;
 const F = (h: Harness, form: string) => `${P(h)}/forms/${form}`;
@@ -154,14 +155,6 @@ describe('$filter', () => {
   });
 });
 
-/** A new web user with `role` on the project; its Bearer credentials. */
-async function userWithRole(h: Harness, role: string, email: string): Promise<As> {
-  const password = `${email}-password-1`;
-  const user = await json<{ id: number }>(await h.post('/v1/users', { as: 'alice', body: { email, password } }));
-  expect((await h.post(`${P(h)}/assignments/${role}/${user.id}`, { as: 'alice' })).status).toBe(200);
-  const session = await json<{ token: string }>(await h.post('/v1/sessions', { body: { email, password } }));
-  return { bearer: session.token };
-}
 
 describe('rights (submission.read on the form)', () => {
   test('alice, bob and a project viewer may export; a data collector, an App User and chelsea get 403.1; anonymous 401.2', async () => {

@@ -17,6 +17,7 @@ import {
   createForm, expectProblem, extended, F, fixtureBytes, fixtureText, formXml, md5, P, postSpreadsheet, publish, sha256,
   uploadSpreadsheet, XLS, XLSX, type Json,
 } from './form-fixtures';
+import { userWithRole } from '../../helpers/roles';
 
 const AUTHORED = 'xlsform-generated/authored';
 
@@ -247,13 +248,6 @@ describe('POST P/forms with an XLSForm', () => {
 
 type Caller = 'alice' | 'bob' | 'viewer' | 'collector' | 'appUser' | 'otherAppUser' | 'chelsea' | 'anonymous';
 
-async function userWithRole(h: Harness, role: string, email: string): Promise<As> {
-  const password = `${email}-password-1`;
-  const user = await json<{ id: number }>(await h.post('/v1/users', { as: 'alice', body: { email, password } }));
-  expect((await h.post(`${P(h)}/assignments/${role}/${user.id}`, { as: 'alice' })).status).toBe(200);
-  const session = await json<{ token: string }>(await h.post('/v1/sessions', { body: { email, password } }));
-  return { bearer: session.token };
-}
 
 const matrix: Array<[string, string, Record<Caller, number>]> = [
   ['F.xlsx', '.xlsx', { alice: 200, bob: 200, viewer: 200, collector: 200, appUser: 200, otherAppUser: 403, chelsea: 403, anonymous: 401 }],
