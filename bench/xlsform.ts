@@ -15,6 +15,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { basename, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as XLSX from '@e965/xlsx';
 import { convertXlsForm, XlsFormError } from '../lib/xlsform';
 
 const ITER = Number(process.env.BENCH_ITER ?? 20);
@@ -98,8 +99,51 @@ function table(title: string, list: Row[]): void {
 }
 
 table('sheets that convert', rows.filter((r) => !r.sheet.mustFail));
+largeForm();
 table('sheets that must fail', rows.filter((r) => r.sheet.mustFail));
 const bad = rows.filter((r) => r.problem);
 console.log(`\n${rows.length} sheets in ${((performance.now() - started) / 1000).toFixed(1)} s; ${bad.length} against expectations; ` +
   `load average ${loadavg().map((x) => x.toFixed(2)).join(' ')} (${availableParallelism()} CPUs)`);
 process.exit(bad.length > 0 ? 1 : 0);
+
+/**
+ * For information (not a fixture, no target): a large synthetic form in the size range that has
+ * made pyxform-http slow — 2,000 questions in 40 groups (every fifth group a repeat), labels and
+ * hints in three languages, a relevant on each question referring to the one before, and 200
+ * choice lists of 100 choices (20,000 choice rows).
+ */
+function largeForm(): void {
+  const langs = ['English (en)', 'Français (fr)', 'Kiswahili (sw)'];
+  const survey: string[][] = [['type', 'name', ...langs.map((l) => `label::${l}`), ...langs.map((l) => `hint::${l}`), 'relevant', 'required']];
+  const types = ['text', 'integer', 'decimal', 'date', 'select_one', 'select_multiple', 'geopoint', 'note'];
+  let q = 0;
+  for (let g = 0; g < 40; g++) {
+    const repeat = g % 5 === 4;
+    survey.push([repeat ? 'begin_repeat' : 'begin_group', `g${g}`, ...langs.map((l) => `Section ${g} ${l}`), '', '', '', '', '']);
+    for (let i = 0; i < 50; i++, q++) {
+      const t = types[q % types.length]!;
+      const type = t.startsWith('select') ? `${t} list${q % 200}` : t;
+      const relevant = i > 0 ? `\${q${q - 1}} != ''` : '';
+      survey.push([type, `q${q}`, ...langs.map((l) => `Question ${q} (${l}) about \${q${Math.max(0, q - 1)}}`), ...langs.map((l) => `Hint ${q} ${l}`), relevant, q % 3 ? 'yes' : '']);
+    }
+    survey.push([repeat ? 'end_repeat' : 'end_group', '', '', '', '', '', '', '', '', '']);
+  }
+  const choices: string[][] = [['list_name', 'name', ...langs.map((l) => `label::${l}`)]];
+  for (let l = 0; l < 200; l++) for (let c = 0; c < 100; c++) choices.push([`list${l}`, `c${c}`, ...langs.map((x) => `Choice ${c} ${x}`)]);
+  const wb = XLSX.utils.book_new();
+  XLSX.utils.book_append_sheet(wb, XLSX.utils.aoa_to_sheet(survey), 'survey');
+  XLSX.utils.book_append_sheet(wb, XLSX.utils.aoa_to_sheet(choices), 'choices');
+  XLSX.utils.book_append_sheet(wb, XLSX.utils.aoa_to_sheet([['form_id', 'default_language'], ['large', 'English (en)']]), 'settings');
+  const bytes = new Uint8Array(XLSX.write(wb, { type: 'array', bookType: 'xlsx', compression: true }) as ArrayBuffer);
+  const runs = Math.max(3, Math.min(ITER, 5));
+  let xmlLength = 0;
+  const times: number[] = [];
+  for (let i = 0; i <= runs; i++) {
+    const t = performance.now();
+    xmlLength = convertXlsForm(bytes, { formIdFallback: 'large' }).xml.length;
+    if (i > 0) times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  console.log(`\nfor information: synthetic large form, ${(bytes.length / 1024 / 1024).toFixed(1)} MiB .xlsx (2,000 questions, 3 languages, 20,000 choices) → ` +
+    `${(xmlLength / 1024 / 1024).toFixed(1)} MiB XForm: median ${times[Math.floor(times.length / 2)]!.toFixed(0)} ms, max ${times[times.length - 1]!.toFixed(0)} ms over ${runs} runs`);
+}
