@@ -365,6 +365,15 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
       : `./${leaf} != ''`;
     filter = `[${filter}]`;
     items = `<itemset nodeset="${escAttr(nodeset + filter)}"><value ref="${escAttr(leaf)}"/><label ref="${escAttr(leaf)}"/></itemset>`;
+  } else if (info.kind === 'select' && !el.itemsetFile && /\bsearch\s*\(/.test(el.control.get('appearance') ?? '')) {
+    // Collect's search() appearance reads the select's own <item>s, so they are written inline.
+    const list = ctx.survey.lists.get(el.listName!)!;
+    items = list.choices
+      .map((c, i) => {
+        const label = list.itext ? `<label ref="jr:itext('${escAttr(`${list.name}-${i}`)}')"/>` : `<label>${escText(typeof c.label === 'string' ? c.label : '')}</label>`;
+        return `<item>${label}<value>${escText(c.name)}</value></item>`;
+      })
+      .join('');
   } else if (info.kind === 'select') {
     let valueRef = 'name';
     let labelRef = 'label';

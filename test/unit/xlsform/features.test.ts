@@ -131,6 +131,29 @@ describe('question types', () => {
     ]);
   });
 
+  test("select_one ${q}: choices are the answers to q in its repeat; rows without one are left out", () => {
+    const f = convert({
+      survey: [S, ['begin_repeat', 'people', 'People'], ['text', 'pname', 'Name'], ['end_repeat', null, null], ['select_one ${pname}', 'leader', 'Leader']],
+    });
+    expect(attr(itemset(f, '/data/leader'), 'nodeset')).toBe("/data/people[./pname != '']");
+    expect(itemsetRefs(itemset(f, '/data/leader'))).toEqual(['pname', 'pname']);
+    expect(attr(bind(f, '/data/leader'), 'type')).toBe('string');
+  });
+
+  test("search() appearance: the choices are written inline as <item>s (Collect's search reads them), the CSV is an attachment", () => {
+    const f = convert({
+      survey: [[...S, 'appearance'], ['select_one toppings', 'pick', 'Pick', "search('toppings_db')"]],
+      choices: toppings,
+    });
+    const select = control(f, '/data/pick');
+    expect(childrenNamed(select, 'itemset')).toEqual([]);
+    expect(childrenNamed(select, 'item').map((it) => [textContent(must(childrenNamed(it, 'label')[0], 'label')), textContent(must(childrenNamed(it, 'value')[0], 'value'))])).toEqual([
+      ['Cheese', 'cheese'],
+      ['Ham', 'ham'],
+    ]);
+    expect(attachmentNames(f)).toContain('toppings_db.csv');
+  });
+
   test('randomize=true wraps the itemset nodeset in randomize(), with a literal or ${} seed', () => {
     const f = convert({
       survey: [
