@@ -116,6 +116,7 @@ export interface Survey {
 
 const YES = new Set(['yes', 'true', 'true()']);
 const NO = new Set(['no', 'false', 'false()']);
+/** pyxform's yes/no words (yes, true, true(); no, false, false()) → true / false; anything else null. Pure. */
 export const yesNo = (v: string | undefined): boolean | null => {
   if (v == null) return null;
   const l = v.trim().toLowerCase();

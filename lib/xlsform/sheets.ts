@@ -13,6 +13,7 @@ export type Text = string | Map<string, string>;
 export const TRANSLATABLE = new Set([
   'label', 'hint', 'guidance_hint', 'constraint_message', 'required_message', 'image', 'big-image', 'audio', 'video',
 ]);
+/** Media columns (survey and choices), each a file name under jr://images|audio|video/. */
 export const MEDIA_COLUMNS = ['image', 'big-image', 'audio', 'video'] as const;
 
 /** Survey header aliases (pyxform aliases.survey_header), to the canonical column. */
