@@ -47,7 +47,7 @@ interface Fixture {
   error: string | null;
   /** Expected warnings; null when not known (upstream set). */
   warnings: string[] | null;
-  /** Expected itemsets.csv text, null when none is expected; undefined when not known (upstream). */
+  /** Expected itemsets.csv text, or null when none is expected (no upstream pair uses select_one_external). */
   itemsets: string | null | undefined;
 }
 
