@@ -440,6 +440,22 @@ describe('workbooks that are not XLSForms', () => {
   }, 40_000);
 });
 
+describe('XML entities in the workbook', () => {
+  test('a billion-laughs DTD in sharedStrings.xml is not expanded: the entity stays literal text', async () => {
+    const files = unzipSync(new Uint8Array(readFileSync(new URL('../../../../shared/fixtures/central-misc/simple.xlsx', import.meta.url))));
+    let dtd = '<!DOCTYPE lolz [<!ENTITY lol0 "lol">';
+    for (let i = 1; i <= 9; i++) dtd += `<!ENTITY lol${i} "${`&lol${i - 1};`.repeat(10)}">`;
+    dtd += ']>';
+    const strings = strFromU8(files['xl/sharedStrings.xml']!);
+    // The first shared string is the survey's `type` header.
+    files['xl/sharedStrings.xml'] = strToU8(strings.replace(/^(<\?xml[^>]*\?>)?/, (m) => m + dtd).replace(/<t>([^<]*)<\/t>/, '<t>&lol9;</t>'));
+    const o = await converter.convert(zipSync(files), { formIdFallback: 'lolz' });
+    expectClearError(o, /Question with no type/);
+    expect(o.kind === 'error' && o.message).toContain("'&lol9;': 'text'");
+    expect(o.peakRssGrowth).toBeLessThan(100 * MiB);
+  });
+});
+
 describe('cyclic ${} references', () => {
   /**
    * a ↔ b, c → c, a label and a relevant naming their own question, and a chain x1 → x2 → … → x60 → x1
