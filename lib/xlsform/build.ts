@@ -454,7 +454,8 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
       }
       if (orOther) {
         el.orOther = true;
-        if (lists.get(arg!)?.itext || typeof el.label !== 'string') usesTranslatedOrOther ||= isTranslated(el.label) || (lists.get(arg!)?.itext ?? false);
+        // pyxform warns when or_other meets translations: the generated 'Other' is untranslated.
+        if (isTranslated(el.label) || lists.get(arg!)?.itext) usesTranslatedOrOther = true;
       }
       if (tableList && tableList.group === parent && canonical !== 'select one external' && !el.itemsetRef) {
         if (tableList.list == null) {
@@ -543,7 +544,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     itemsets = itemsetsCsv(external, extSheet!.headers);
   }
 
-  const entity = readEntities(book, settings, root, byName);
+  const entity = readEntities(book, settings, root);
 
   // Translations and their warnings.
   const { languages, missing } = languageReport(survey, choices, settings.defaultLanguage);
@@ -658,7 +659,7 @@ function itemsetsCsv(external: ParsedSheet, sheetHeaders: string[]): string {
   return `${lines.join("\r\n")}\r\n`;
 }
 
-function readEntities(book: Workbook, settings: Settings, root: Element, byName: Map<string, Element[]>): EntityDecl | null {
+function readEntities(book: Workbook, settings: Settings, root: Element): EntityDecl | null {
   const sheet = book.get('entities');
   if (!sheet) return null;
   const parsed = parseSheet(sheet, 'entities', settings.defaultLanguage);
@@ -705,7 +706,6 @@ function readEntities(book: Workbook, settings: Settings, root: Element, byName:
     }
   }
   decl.repeat = repeat ?? null;
-  void byName;
   return decl;
 }
 

@@ -26,7 +26,6 @@ interface Ctx {
   /** Translations: language → text id → values (form, xml text). */
   itext: Map<string, Map<string, Array<{ form?: string; xml: string }>>>;
   instances: Map<string, string>;
-  modelExtras: string[];
   binds: string[];
   meta: Element;
 }
@@ -498,10 +497,9 @@ export function renderXForm(survey: Survey): string {
     meta.children.push(n);
   }
   root.children.push(meta);
-  for (const [, list] of survey.byName) void list;
   survey.byName.set('instanceID', [meta.children.find((c) => c.name === 'instanceID')!]);
 
-  const ctx: Ctx = { survey, itext: new Map(), instances: new Map(), modelExtras: [], binds: [], meta };
+  const ctx: Ctx = { survey, itext: new Map(), instances: new Map(), binds: [], meta };
   // Choice lists first (pyxform's translation order), then the survey's elements.
   const choiceInstances = survey.listOrder.map((n) => choiceInstance(ctx, survey.lists.get(n)!));
 
