@@ -26,6 +26,12 @@ describe('dependency direction', () => {
     expect(bad).toEqual([]);
   });
 
+  test('lib/xlsform is pure: only its own modules, lib/bytes, SheetJS and fflate (no db, http, blobs)', () => {
+    const allowed = /^(\.\/|\.\.\/bytes$|@e965\/xlsx$|fflate$)/;
+    const bad = files('lib/xlsform').flatMap((f) => imports(f).filter((i) => !allowed.test(i)).map((i) => `${f}: ${i}`));
+    expect(bad).toEqual([]);
+  });
+
   test('Node-only modules are imported only under lib/runtime', () => {
     const nodeOnly = /^(node:|fs$|path$|os$|@electric-sql\/pglite|drizzle-orm\/pglite)/;
     const bad = files('lib')
