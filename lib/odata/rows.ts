@@ -7,27 +7,24 @@
 import { sha1 } from '@noble/hashes/legacy.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import type { SubmissionValue } from '../xforms/types';
+import type { SubmissionDataRow } from '../submissions/rows';
 import type { ODataModel, ODataNode, ODataTable } from './model';
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
-/** What a row needs besides the values: the submission's metadata (REST names). */
-export interface SubmissionMeta {
-  instanceId: string;
-  createdAt: Date;
-  updatedAt: Date | null;
-  deletedAt: Date | null;
-  submitterId: number | null;
-  submitterName: string | null;
+/**
+ * What a row needs besides the values: the submission's metadata (REST names), as the page query
+ * reads it (lib/submissions/rows.ts), plus the attachment counts and the encryption status.
+ */
+export type SubmissionMeta = Pick<
+  SubmissionDataRow,
+  'instanceId' | 'createdAt' | 'updatedAt' | 'deletedAt' | 'submitterId' | 'submitterName' | 'reviewState' | 'deviceId' | 'edits' | 'formVersion'
+> & {
   attachmentsPresent: number;
   attachmentsExpected: number;
   /** null, `notDecrypted` or `missingEncryptedFormData`. */
   status: string | null;
-  reviewState: string | null;
-  deviceId: string | null;
-  edits: number;
-  formVersion: string;
-}
+};
 
 export interface RowOptions {
   /** `$wkt=true`: geometry as WKT text instead of GeoJSON. */
