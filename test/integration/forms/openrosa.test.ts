@@ -5,47 +5,15 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { SaxesParser } from 'saxes';
 import { describe, expect, test } from 'vitest';
 import { forms } from '../../../drizzle/schema';
+import { OR_RESPONSE, parseXml, XFORMS_LIST, type El } from '../../helpers/collect';
 import { eq, harness, json, type As, type Harness } from '../../helpers/harness';
 
 // ---------------------------------------------------------------------------------------------
 // XML
 
-interface El {
-  local: string;
-  uri: string;
-  attrs: Record<string, string>;
-  children: El[];
-  text: string;
-}
-
-/** Parses an XML document into a small namespace-aware tree (saxes). */
-function parseXml(xml: string): El {
-  const parser = new SaxesParser({ xmlns: true });
-  const stack: El[] = [];
-  let root: El | undefined;
-  parser.on('opentag', (tag) => {
-    const attrs: Record<string, string> = {};
-    for (const a of Object.values(tag.attributes)) attrs[a.name] = a.value;
-    const el: El = { local: tag.local, uri: tag.uri, attrs, children: [], text: '' };
-    if (stack.length > 0) stack[stack.length - 1]!.children.push(el);
-    else root = el;
-    stack.push(el);
-  });
-  parser.on('text', (t) => {
-    if (stack.length > 0) stack[stack.length - 1]!.text += t;
-  });
-  parser.on('closetag', () => stack.pop());
-  parser.write(xml).close();
-  if (!root) throw new Error('no root element');
-  return root;
-}
-
-const XFORMS_LIST = 'http://openrosa.org/xforms/xformsList';
 const XFORMS_MANIFEST = 'http://openrosa.org/xforms/xformsManifest';
-const OR_RESPONSE = 'http://openrosa.org/http/response';
 
 /** A child element's fields, by local name → text (every child must be a leaf in that namespace). */
 function fields(el: El, ns: string): Record<string, string> {
