@@ -61,17 +61,15 @@ function authHeaders(as: As): Record<string, string> {
 }
 
 /**
- * A test's view of the server: every request runs inside one transaction that is rolled back when
- * the test finishes, so each test starts from the seeded fixtures and leaves nothing behind.
- * @param configOverrides settings for this test (e.g. `{ ALLOW_HTTP_AUTH: false }`).
+ * Opens a transaction that stays open until `release()` and is then rolled back: everything done
+ * through `db` meanwhile is undone. `txDone` settles once the rollback has happened.
  */
-export async function harness(configOverrides: Partial<Config> = {}): Promise<Harness> {
-  const base = await testDatabase();
+export async function rolledBackTransaction(base: Db): Promise<{ db: Db; release: () => void; txDone: Promise<void> }> {
   let release!: () => void;
   const finished = new Promise<void>((r) => (release = r));
   let ready!: (tx: Db) => void;
   const txReady = new Promise<Db>((r) => (ready = r));
-  const txDone = base.deps.db
+  const txDone = base
     .transaction(async (tx) => {
       ready(tx as unknown as Db);
       await finished;
@@ -80,7 +78,17 @@ export async function harness(configOverrides: Partial<Config> = {}): Promise<Ha
     .catch((err: unknown) => {
       if (!(err instanceof Rollback)) throw err;
     });
-  const db = await txReady;
+  return { db: await txReady, release, txDone };
+}
+
+/**
+ * A test's view of the server: every request runs inside one transaction that is rolled back when
+ * the test finishes, so each test starts from the seeded fixtures and leaves nothing behind.
+ * @param configOverrides settings for this test (e.g. `{ ALLOW_HTTP_AUTH: false }`).
+ */
+export async function harness(configOverrides: Partial<Config> = {}): Promise<Harness> {
+  const base = await testDatabase();
+  const { db, release, txDone } = await rolledBackTransaction(base.deps.db);
   const servers: ServerType[] = [];
   onTestFinished(async () => {
     await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));

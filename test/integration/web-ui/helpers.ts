@@ -15,6 +15,7 @@ import type { Db } from '../../../lib/db/client';
 import { withDeps } from '../../../lib/runtime/entry';
 import { localApp } from '../../../infra/local/app';
 import { withUi } from '../../../infra/local/ui';
+import { rolledBackTransaction } from '../../helpers/harness';
 import { testDatabase } from '../../setup/db';
 
 const shared = new URL('../../../../shared/', import.meta.url);
@@ -37,8 +38,6 @@ export interface SuiteServer {
   close(): Promise<void>;
 }
 
-class Rollback extends Error {}
-
 /**
  * A real server on a loopback port over one transaction that lives for a whole suite (call it in
  * `beforeAll`, and `close()` in `afterAll`): every request of the suite sees what the earlier ones
@@ -47,20 +46,7 @@ class Rollback extends Error {}
  */
 export async function suiteServer(config: Partial<Config> = {}, uiDir?: string): Promise<SuiteServer> {
   const base = await testDatabase();
-  let release!: () => void;
-  const finished = new Promise<void>((r) => (release = r));
-  let ready!: (tx: Db) => void;
-  const txReady = new Promise<Db>((r) => (ready = r));
-  const txDone = base.deps.db
-    .transaction(async (tx) => {
-      ready(tx as unknown as Db);
-      await finished;
-      throw new Rollback();
-    })
-    .catch((err: unknown) => {
-      if (!(err instanceof Rollback)) throw err;
-    });
-  const db = await txReady;
+  const { db, release, txDone } = await rolledBackTransaction(base.deps.db);
   const deps: Deps = { ...base.deps, db, config: { ...base.config, ...config } };
   const app = withDeps(localApp(), () => ({ deps }));
   const fetch = withUi((request) => app.fetch(request), uiDir);
