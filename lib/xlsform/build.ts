@@ -193,6 +193,8 @@ function readChoices(parsed: ParsedSheet | null, warnings: string[], allowDuplic
   if (!parsed) return { lists, order };
   const skip = new Set(['list_name', 'name', 'label', ...MEDIA_COLUMNS]);
   const names = new Map<string, Set<string>>();
+  // pyxform reports every duplicate choice name at once, one line each.
+  const duplicates: string[] = [];
   for (const row of parsed.rows) {
     const listName = row.values.get('list_name');
     if (!listName) continue;
@@ -214,7 +216,7 @@ function readChoices(parsed: ParsedSheet | null, warnings: string[], allowDuplic
       warnings.push(`${rowAt(row.row)} On the 'choices' sheet, the 'label' value is invalid. Choices should have a label. Learn more: https://xlsform.org/en/#setting-up-your-worksheets`);
     }
     if (!allowDuplicates && seenNames.has(name)) {
-      throw new XlsFormError(
+      duplicates.push(
         `${rowAt(row.row)} On the 'choices' sheet, the 'name' value is invalid. Choice names must be unique for each choice list. If this is intentional, use the setting 'allow_choice_duplicates'. Learn more: https://xlsform.org/#choice-names.`,
       );
     }
@@ -226,6 +228,7 @@ function readChoices(parsed: ParsedSheet | null, warnings: string[], allowDuplic
     // pyxform: a `${}` in the first or second choice's label also needs itext (an <output>).
     if (list.choices.length <= 2 && typeof label === 'string' && label.includes('${')) list.itext = true;
   }
+  if (duplicates.length > 0) throw new XlsFormError(duplicates.join('\n'));
   return { lists, order };
 }
 

@@ -592,6 +592,14 @@ describe('settings', () => {
     expect(items(must(instance(f, 'l'), 'l instance')).map((i) => i.name)).toEqual(['a', 'a', 'b']);
   });
 
+  test('every duplicate choice name is reported at once, one line each, as pyxform does', () => {
+    const sheets: Sheets = {
+      survey: [S, ['select_one l', 'q', 'Q'], ['select_one m', 'r', 'R']],
+      choices: [CHOICES, ['l', 'a', 'A'], ['l', 'a', 'A again'], ['m', 'x', 'X'], ['m', 'x', 'X again']],
+    };
+    expect(conversionError(sheets).message.split('\n').map((line) => line.slice(0, 12))).toEqual(['[row : 3] On', '[row : 5] On']);
+  });
+
   test('default_language marks its translation default="true()"', () => {
     const f = convert({
       survey: [['type', 'name', 'label::English (en)', 'label::French (fr)'], ['text', 'q', 'Name?', 'Nom ?']],
