@@ -536,7 +536,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     list.push(el);
     byName.set(el.name, list);
   }
-  checkSiblingNames(root);
+  checkSiblingNames(root, root.name);
 
   // External choices → itemsets.csv.
   let itemsets: string | null = null;
@@ -574,16 +574,37 @@ function checkName(name: string, row: number): void {
   }
 }
 
-function checkSiblingNames(el: Element): void {
+/**
+ * pyxform's name rules: names are unique among siblings, `meta` is reserved (the form's metadata
+ * group), and a repeat's name is unique in the whole survey and differs from the root's.
+ */
+function checkSiblingNames(el: Element, rootName: string, repeats = new Map<string, number>()): void {
   const seen = new Set<string>();
   for (const c of el.children) {
+    if (c.name === 'meta' && !c.generated) {
+      throw new XlsFormError(`${rowAt(c.row)} On the 'survey' sheet, the 'name' value 'meta' is invalid. The name 'meta' is reserved for form metadata.`);
+    }
+    if (c.kind === 'repeat') {
+      if (c.name === rootName) {
+        throw new XlsFormError(
+          `${rowAt(c.row)} On the 'survey' sheet, the 'name' value '${c.name}' is invalid. Repeat names must not be the same as the survey root (which defaults to 'data').`,
+        );
+      }
+      // (Copies of one repeat made by a loop share its row: those are not duplicates.)
+      if (repeats.has(c.name) && repeats.get(c.name) !== c.row) {
+        throw new XlsFormError(
+          `${rowAt(c.row)} On the 'survey' sheet, the 'name' value '${c.name}' is invalid. Repeat names must unique anywhere in the survey, at all levels of group or repeat nesting.`,
+        );
+      }
+      repeats.set(c.name, c.row);
+    }
     if (seen.has(c.name) && c.info?.kind !== 'external-instance') {
       throw new XlsFormError(
         `${rowAt(c.row)} On the 'survey' sheet, the 'name' value '${c.name}' is invalid. Questions, groups, and repeats must be unique within their nearest parent group or repeat, or the survey if not inside a group or repeat.`,
       );
     }
     seen.add(c.name);
-    checkSiblingNames(c);
+    checkSiblingNames(c, rootName, repeats);
   }
 }
 

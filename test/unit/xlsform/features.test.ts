@@ -592,6 +592,23 @@ describe('settings', () => {
     expect(items(must(instance(f, 'l'), 'l instance')).map((i) => i.name)).toEqual(['a', 'a', 'b']);
   });
 
+  test("names: 'meta' is reserved; a repeat's name is unique in the survey and differs from the root's", () => {
+    expect(conversionError({ survey: [S, ['text', 'meta', 'M']] }).message).toBe(
+      "[row : 2] On the 'survey' sheet, the 'name' value 'meta' is invalid. The name 'meta' is reserved for form metadata.",
+    );
+    expect(conversionError({ survey: [S, ['begin_repeat', 'data', 'R'], ['text', 'a', 'A'], ['end_repeat', null, null]] }).message).toBe(
+      "[row : 2] On the 'survey' sheet, the 'name' value 'data' is invalid. Repeat names must not be the same as the survey root (which defaults to 'data').",
+    );
+    const twice: Rows = [
+      S,
+      ['begin_group', 'g1', 'G1'], ['begin_repeat', 'r', 'R'], ['text', 'a', 'A'], ['end_repeat', null, null], ['end_group', null, null],
+      ['begin_group', 'g2', 'G2'], ['begin_repeat', 'r', 'R'], ['text', 'b', 'B'], ['end_repeat', null, null], ['end_group', null, null],
+    ];
+    expect(conversionError({ survey: twice }).message).toBe(
+      "[row : 8] On the 'survey' sheet, the 'name' value 'r' is invalid. Repeat names must unique anywhere in the survey, at all levels of group or repeat nesting.",
+    );
+  });
+
   test('every duplicate choice name is reported at once, one line each, as pyxform does', () => {
     const sheets: Sheets = {
       survey: [S, ['select_one l', 'q', 'Q'], ['select_one m', 'r', 'R']],
