@@ -334,7 +334,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
   // A workbook of one sheet is read as the survey, whatever its name (pyxform does the same).
   const surveySheet = book.get('survey') ?? (book.size === 1 ? [...book.values()][0] : undefined);
   if (!surveySheet) {
-    throw new XlsFormError("You must have a sheet named 'survey'. ");
+    throw new XlsFormError(`You must have a sheet named 'survey'. ${sheetMisspellings(book, 'survey')}`);
   }
   const { settings } = readSettings(book, opts.formIdFallback);
   const survey = parseSheet(surveySheet, 'survey', settings.defaultLanguage, settings.clean);
@@ -437,12 +437,23 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
       externalLists.add(arg!);
     } else if (info.kind === 'select') {
       if (canonical === 'select one from file' || canonical === 'select multiple from file') {
-        const m = /^(.+)\.(csv|xml|geojson)$/i.exec(arg!);
+        const m = /^([^.]+)\.(csv|xml|geojson)$/.exec(arg!);
         if (!m) {
-          throw new XlsFormError(`${rowAt(row.row)} File name for '${rawType}' should end with the extension xml, csv or geojson.`);
+          throw new XlsFormError(
+            `${rowAt(row.row)} File name for '${rawType.trim().split(/\s+/)[0]} ${arg}' should end with one of the supported file extensions: '.xml', '.csv', '.geojson'`,
+          );
         }
         el.itemsetFile = arg!;
         el.listName = m[1]!;
+        // value= and label= name the item children used; they go into an XPath.
+        for (const key of ['value', 'label']) {
+          const v = el.parameters.get(key);
+          if (v != null && !/^[a-zA-Z_][a-zA-Z0-9\-_.]*$/.test(v)) {
+            throw new XlsFormError(
+              `${rowAt(row.row)} Parameter '${key}' has a value which is not valid. Values must begin with a letter or underscore. Subsequent characters can include letters, numbers, dashes, underscores, and periods.`,
+            );
+          }
+        }
       } else if (/^\$\{[^}]+\}$/.test(arg!)) {
         // `select_one ${name}`: the choices are the answers to a question in a repeat.
         el.itemsetRef = arg!;
@@ -565,6 +576,29 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
 }
 
 const isTranslated = (t: Text | undefined) => t != null && typeof t !== 'string';
+
+const SUPPORTED_SHEETS = new Set(['survey', 'choices', 'settings', 'external_choices', 'osm', 'entities']);
+
+/** Levenshtein distance (insert, delete, substitute: 1 each). */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+/** pyxform's hint for a missing sheet: the sheets whose names are within two edits of it. */
+function sheetMisspellings(book: Workbook, wanted: string): string {
+  const candidates = [...book.values()]
+    .map((sh) => sh.name)
+    .filter((n) => editDistance(n.toLowerCase(), wanted) <= 2 && !SUPPORTED_SHEETS.has(n) && !n.startsWith('_'));
+  return candidates.length === 0
+    ? ''
+    : `When looking for a sheet named '${wanted}', the following sheets with similar names were found: ${candidates.map((c) => `'${c}'`).join(', ')}.`;
+}
 
 function checkName(name: string, row: number): void {
   if (!NAME_RE.test(name)) {

@@ -160,8 +160,8 @@ function checkRowCount(sheet: string, rows: number): void {
 const XLSFORM_SHEETS = new Set(['survey', 'choices', 'settings', 'entities', 'external_choices']);
 
 /**
- * The sheets of an .xlsx worth parsing: the XLSForm sheets (any case), or every sheet when none has
- * an XLSForm name (a one-sheet workbook is read as the survey).
+ * The sheets of an .xlsx worth parsing: the XLSForm sheets (any case) when there is a survey sheet,
+ * else every sheet.
  */
 function sheetNamesToRead(files: Record<string, Uint8Array>): string[] | undefined {
   const wb = files['xl/workbook.xml'];
@@ -169,7 +169,9 @@ function sheetNamesToRead(files: Record<string, Uint8Array>): string[] | undefin
   const text = new TextDecoder().decode(wb);
   const names = [...text.matchAll(/<(?:\w+:)?sheet\b[^>]*\bname="([^"]*)"/g)].map((m) => xmlUnescape(m[1]!));
   const wanted = names.filter((n) => XLSFORM_SHEETS.has(n.trim().toLowerCase()));
-  return wanted.length > 0 ? wanted : undefined;
+  // Without a survey sheet every sheet is read: a one-sheet workbook is the survey, and the error
+  // for a missing survey names the sheets that look like it.
+  return wanted.some((n) => n.trim().toLowerCase() === 'survey') ? wanted : undefined;
 }
 
 /** Python's str() of a float that is not a whole number (pyxform writes numbers with str()). */

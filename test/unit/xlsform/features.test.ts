@@ -609,6 +609,21 @@ describe('settings', () => {
     );
   });
 
+  test('a missing survey sheet names the sheets that look like misspellings of it', () => {
+    expect(conversionError({ surveys: [S, ['text', 'a', 'A']], choices: toppings }).message).toBe(
+      "You must have a sheet named 'survey'. When looking for a sheet named 'survey', the following sheets with similar names were found: 'surveys'.",
+    );
+  });
+
+  test('select_one_from_file: an unsupported file extension, and a value= parameter that is not a name', () => {
+    expect(conversionError({ survey: [S, ['select_one_from_file towns.txt', 't', 'Town']] }).message).toBe(
+      "[row : 2] File name for 'select_one_from_file towns.txt' should end with one of the supported file extensions: '.xml', '.csv', '.geojson'",
+    );
+    expect(conversionError({ survey: [[...S, 'parameters'], ['select_one_from_file towns.csv', 't', 'Town', 'value=code*']] }).message).toBe(
+      "[row : 2] Parameter 'value' has a value which is not valid. Values must begin with a letter or underscore. Subsequent characters can include letters, numbers, dashes, underscores, and periods.",
+    );
+  });
+
   test('every duplicate choice name is reported at once, one line each, as pyxform does', () => {
     const sheets: Sheets = {
       survey: [S, ['select_one l', 'q', 'Q'], ['select_one m', 'r', 'R']],
