@@ -1,4 +1,4 @@
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull, sql } from 'drizzle-orm';
 import { userPreferences } from '../../drizzle/schema';
 import { rejection } from '../authz/can';
 import { withTx, type Ctx } from '../context';
@@ -55,13 +55,20 @@ export async function deletePreference(ctx: Ctx, projectId: number | null, name:
 /**
  * A user's preferences as the extended `/v1/users/current` carries them:
  * `{ site: { name: value }, projects: { [projectId]: { name: value } } }`. Reads only.
+ * The value is read as JSON text and parsed here: drizzle's jsonb mapping JSON.parses any string
+ * the driver hands back, so a stored JSON string such as the UI's `"2026.2"` (whatsNewDismissed)
+ * would come back as the number 2026.2.
  */
 export async function preferencesOf(ctx: Ctx, userId: number): Promise<{ site: Record<string, unknown>; projects: Record<string, Record<string, unknown>> }> {
-  const rows = await ctx.db.select().from(userPreferences).where(eq(userPreferences.userId, userId));
+  const rows = await ctx.db
+    .select({ projectId: userPreferences.projectId, propertyName: userPreferences.propertyName, json: sql<string>`${userPreferences.propertyValue}::text` })
+    .from(userPreferences)
+    .where(eq(userPreferences.userId, userId));
   const out = { site: {} as Record<string, unknown>, projects: {} as Record<string, Record<string, unknown>> };
   for (const r of rows) {
-    if (r.projectId == null) out.site[r.propertyName] = r.propertyValue;
-    else (out.projects[String(r.projectId)] ??= {})[r.propertyName] = r.propertyValue;
+    const value: unknown = JSON.parse(r.json);
+    if (r.projectId == null) out.site[r.propertyName] = value;
+    else (out.projects[String(r.projectId)] ??= {})[r.propertyName] = value;
   }
   return out;
 }
