@@ -11,6 +11,19 @@ export default defineConfig({
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'] } },
       { extends: true, test: { name: 'contract', include: ['test/contract/**/*.test.ts'] } },
+      {
+        // Central's web UI in Chromium against `npm start` (test/browser/global-setup.ts): one server,
+        // files one after another in a single fork.
+        extends: true,
+        test: {
+          name: 'browser',
+          include: ['test/browser/**/*.test.ts'],
+          globalSetup: ['test/browser/global-setup.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          poolOptions: { forks: { singleFork: true } },
+        },
+      },
     ],
   },
 });
