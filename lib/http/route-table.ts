@@ -23,6 +23,8 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\.svc(\/|$)/, 'exports'],
   [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/draft\.svc(\/|$)/, 'exports'],
   [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/(draft\/)?submissions\.csv(\.zip)?$/, 'exports'],
+  // Submissions' GeoJSON (the whole form's, one submission's, one version's).
+  [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/submissions(\/[^/]+(\/versions\/[^/]+)?)?\.geojson$/, 'exports'],
   // OpenRosa submission (and its Draft Token form), before the forms entries.
   [/^\/v1\/projects\/[^/]+\/submission$/, 'submissions'],
   [/^\/v1\/test\/[^/]+\/projects\/[^/]+\/forms\/[^/]+\/draft\/submissions?$/, 'submissions'],
