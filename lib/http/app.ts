@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { matchedRoutes } from 'hono/route';
 import { getPath } from 'hono/utils/url';
 import type { Ctx, Deps } from '../context';
 import { problemFromDbError } from '../db/errors';
@@ -30,15 +31,35 @@ export function routingPath(request: Request): string {
   return getPath(request).replace(keyPrefix, '/v1');
 }
 
-/** The App User token in a `/v1/key/{token}/…` URL, percent-decoded, or null. */
+/**
+ * The App User or public link token of a request, percent-decoded, or null: the `/v1/key/{token}/…`
+ * prefix, else the `?st=` query parameter (Central's fieldKeyParser; the Web Forms page of a
+ * public link sends `?st=` on every request).
+ */
 export function keyToken(request: Request): string | null {
   const m = /^\/v1\/key\/([^/]*)\//.exec(getPath(request));
-  if (!m) return null;
+  if (!m) {
+    const q = request.url.indexOf('?');
+    return q < 0 ? null : new URLSearchParams(request.url.slice(q + 1)).get('st');
+  }
   try {
     return decodeURIComponent(m[1]!);
   } catch {
     return m[1]!;
   }
+}
+
+/**
+ * Routes any caller may use without credentials (Central's `anonymousEndpoint`s): logging in,
+ * requesting a password reset (not `?invalidate=true`), the public configuration, and the Draft
+ * Token paths `/v1/test/{token}/…`, whose token in the path is checked by the verb. Every other
+ * route answers an anonymous request with 401.2 before it loads anything (Central's authHandler).
+ */
+export function isAnonymousRoute(method: string, path: string, search: URLSearchParams): boolean {
+  if (path.startsWith('/v1/test/')) return true;
+  if (method === 'POST' && path === '/v1/sessions') return true;
+  if (method === 'POST' && path === '/v1/users/reset/initiate') return search.get('invalidate') !== 'true';
+  return (method === 'GET' || method === 'HEAD') && /^\/v1\/config\/public(\/|$)/.test(path);
 }
 
 /** A Hono app that routes `/v1/key/{token}/…` like `/v1/…`. */
@@ -84,7 +105,13 @@ export function groupApp() {
     const path = routingPath(c.req.raw);
     if (isOpenRosaPath(path)) c.set('openRosa', true);
     try {
-      await authenticate(c, ctx);
+      // Central's anonymousEndpoints read no credentials at all (a stale cookie must not stop a login).
+      if (!isAnonymousRoute(c.req.method, path, new URL(c.req.url).searchParams)) {
+        await authenticate(c, ctx);
+        // Anonymous on a route that needs an actor: 401.2 before anything is loaded, as Central
+        // (only for routes that exist, so an unknown path still answers 404).
+        if (ctx.auth.via === 'anonymous' && matchedRoutes(c).some((r) => r.method !== 'ALL')) throw problems.user.authenticationFailed();
+      }
       if (requiresOpenRosaHeader(path)) checkOpenRosaVersion(c.req.header('x-openrosa-version'));
       await next();
     } catch (err) {

@@ -8,9 +8,21 @@ import type { AppEnv } from './app';
 import { keyToken } from './app';
 import { peekJsonBody } from './body';
 
-/** Names of the session cookie Fieldbase sets (Central's) and the one it also reads. */
+/**
+ * The session cookie's names. Over HTTPS it is `__Host-session` (Secure, as Central behind
+ * https); over plain HTTP (allowed only on loopback by default, ALLOW_HTTP_AUTH) it is `session`
+ * without Secure, as Central configured with an http:// domain, because Chromium drops Secure
+ * cookies set by http://127.0.0.1.
+ */
 export const SESSION_COOKIE = '__Host-session';
+export const PLAIN_SESSION_COOKIE = 'session';
 export const CSRF_COOKIE = '__csrf';
+
+/** Whether the request itself came over HTTPS (the URL, or a trusted proxy's X-Forwarded-Proto). */
+export function isHttps(c: Context<AppEnv>, ctx: Ctx): boolean {
+  if (new URL(c.req.url).protocol === 'https:') return true;
+  return ctx.config.TRUST_PROXY === true && c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() === 'https';
+}
 
 /**
  * Whether Basic or cookie authentication may be used on this request: HTTPS (the URL, or
@@ -18,9 +30,7 @@ export const CSRF_COOKIE = '__csrf';
  * loopback). Central answers 401.3 otherwise (central-problem-codes.md).
  */
 export function isSecureEnough(c: Context<AppEnv>, ctx: Ctx): boolean {
-  if (ctx.config.ALLOW_HTTP_AUTH) return true;
-  if (new URL(c.req.url).protocol === 'https:') return true;
-  return ctx.config.TRUST_PROXY === true && c.req.header('x-forwarded-proto')?.split(',')[0]?.trim() === 'https';
+  return ctx.config.ALLOW_HTTP_AUTH === true || isHttps(c, ctx);
 }
 
 function decodeBasic(value: string): { email: string; password: string } | null {
@@ -41,11 +51,9 @@ function decodeBasic(value: string): { email: string; password: string } | null 
  * Order: App User key in the URL (`/v1/key/{token}/…`: malformed → 401.2, unknown or not an App
  * User/public link → 403.1, as Central); `Authorization: Bearer` (unknown → 401.2); `Authorization:
  * Basic` (never a challenge; plain HTTP → 401.3; wrong → 401.2); the session cookie (ignored over
- * plain HTTP and when unknown, leaving the request anonymous, as Central; a non-GET needs a CSRF
- * proof, else 401.2: the token as `X-CSRF-Token` or a JSON body `__csrf`, or, as Central accepts,
- * `X-Requested-With: XMLHttpRequest`, a header a cross-site page cannot send without a CORS
- * preflight, which Fieldbase never grants; a token that is sent must match). No credentials:
- * anonymous.
+ * plain HTTP unless allowed; a cookie naming no live session → 401.2 at once, as Central; a POST
+ * needs a CSRF proof, else 401.2). No credentials: anonymous (the group app then answers 401.2 on
+ * every route that is not anonymous, as Central).
  * @throws Problem 401.2, 401.3, 403.1.
  */
 export async function authenticate(c: Context<AppEnv>, ctx: Ctx): Promise<void> {
@@ -80,18 +88,22 @@ export async function authenticate(c: Context<AppEnv>, ctx: Ctx): Promise<void> 
     throw problems.user.authenticationFailed();
   }
 
-  const cookie = getCookie(c, SESSION_COOKIE) ?? getCookie(c, 'session');
+  // The cookie named for this scheme first: a stale cookie of the other scheme may linger.
+  const names = isHttps(c, ctx) ? [SESSION_COOKIE, PLAIN_SESSION_COOKIE] : [PLAIN_SESSION_COOKIE, SESSION_COOKIE];
+  const cookie = names.map((n) => getCookie(c, n)).find((v) => v != null && v !== '');
   if (cookie == null || !isSecureEnough(c, ctx)) return;
+  // A cookie that names no live session (logged out, expired) is refused, as Central does.
   const found = await findSession(ctx, cookie);
-  if (!found) return;
-  const method = c.req.method;
-  if (method !== 'GET' && method !== 'HEAD') {
+  if (!found) throw problems.user.authenticationFailed();
+  // CSRF: only POST needs proof (Central). A cross-site page can send a form POST without a
+  // preflight, but not a PATCH, PUT or DELETE, nor X-Requested-With: those need a CORS preflight,
+  // which Fieldbase never grants. The proof is X-Requested-With: XMLHttpRequest (what the UI sends),
+  // or the session's token as a JSON body `__csrf` or an X-CSRF-Token header.
+  if (c.req.method === 'POST' && c.req.header('x-requested-with') !== 'XMLHttpRequest') {
     const sent = c.req.header('x-csrf-token') ?? (await csrfFromBody(c));
-    if (sent != null && sent !== '') {
-      if (sent !== found.session.csrf) throw problems.user.authenticationFailed();
-    } else if (c.req.header('x-requested-with') !== 'XMLHttpRequest') {
-      throw problems.user.authenticationFailed();
-    }
+    if (sent == null || sent === '' || sent !== found.session.csrf) throw problems.user.authenticationFailed();
+  } else if (c.req.method === 'POST') {
+    await csrfFromBody(c); // never let `__csrf` reach the verb as data
   }
   ctx.auth = { actor: found.actor, session: found.session, via: 'cookie' };
 }

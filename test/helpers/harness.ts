@@ -56,7 +56,7 @@ function authHeaders(as: As): Record<string, string> {
   if (typeof as === 'string') return { Authorization: `Bearer ${fixtureUsers[as].token}` };
   if ('bearer' in as) return { Authorization: `Bearer ${as.bearer}` };
   if ('basic' in as) return { Authorization: `Basic ${Buffer.from(`${as.basic[0]}:${as.basic[1]}`).toString('base64')}` };
-  if ('cookie' in as) return { Cookie: `__Host-session=${as.cookie}`, ...(as.csrf ? { 'X-CSRF-Token': as.csrf } : {}) };
+  if ('cookie' in as) return { Cookie: `session=${as.cookie}`, ...(as.csrf ? { 'X-CSRF-Token': as.csrf } : {}) };
   return {};
 }
 

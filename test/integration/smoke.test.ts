@@ -2,12 +2,14 @@ import { describe, expect, test } from 'vitest';
 import { harness, json } from '../helpers/harness';
 
 describe('harness smoke', () => {
-  test('alice lists the Default Project; anonymous gets []', async () => {
+  test('alice lists the Default Project; anonymous gets 401.2 (Central)', async () => {
     const h = await harness();
     const res = await h.get('/v1/projects', { as: 'alice' });
     expect(res.status).toBe(200);
     expect((await json(res)).map((p: { name: string }) => p.name)).toContain('Default Project');
-    expect(await json(await h.get('/v1/projects'))).toEqual([]);
+    const anonymous = await h.get('/v1/projects');
+    expect(anonymous.status).toBe(401);
+    expect((await json(anonymous)).code).toBe(401.2);
   });
 
   test('a project created in one test is gone in the next (rollback)', async () => {

@@ -180,11 +180,11 @@ describe('GET /v1/users', () => {
     expect(await json(await h.get('/v1/users?q=nobody-matches-this', { as: 'alice' }))).toEqual([]);
   });
 
-  test('anonymous gets 403.1 (Central)', async () => {
+  test('anonymous gets 401.2 (Central)', async () => {
     const h = await harness();
     const res = await h.get('/v1/users');
-    expect(res.status).toBe(403);
-    expect(await json(res)).toEqual(FORBIDDEN);
+    expect(res.status).toBe(401);
+    expect(await json(res)).toEqual(AUTH_FAILED);
   });
 });
 

@@ -1,6 +1,7 @@
 /**
- * Cookie sessions as Central's web UI uses them (the `__Host-session` and `__csrf` cookies set by
- * POST /v1/sessions, CSRF proof on non-GET requests, cookies cleared on logout, GET
+ * Cookie sessions as Central's web UI uses them (the session cookie, `session` over plain HTTP and
+ * `__Host-session` over HTTPS, and the `__csrf` cookie, set by POST /v1/sessions; CSRF proof on
+ * POST only, as Central; a logged-out cookie refused at once; cookies cleared on logout; GET
  * /v1/sessions/restore), and the HTTPS rule for cookie and Basic authentication: refused over plain
  * HTTP (Basic: 401.3; a cookie is ignored, as Central does), accepted over HTTPS or behind a proxy
  * trusted by TRUST_PROXY, and accepted on the embedded default bound to loopback.
@@ -30,9 +31,25 @@ async function loggedIn(h: Harness, headers: Record<string, string> = {}) {
 }
 
 describe('login sets the cookies', () => {
-  test('__Host-session (HttpOnly, Secure, SameSite=Strict, Path=/) and __csrf (readable), valid until the session ends', async () => {
+  test('plain HTTP on loopback: `session` (HttpOnly, SameSite=Strict, Path=/, not Secure) and __csrf, so Chromium keeps them on http://127.0.0.1', async () => {
     const h = await harness();
     const { b, res, body } = await loggedIn(h);
+    expect(b.base).toMatch(/^http:\/\/127\.0\.0\.1:/);
+    const cookies = parseSetCookies(res);
+    expect(cookies.map((c) => c.name).sort()).toEqual(['__csrf', 'session']);
+    const session = cookies.find((c) => c.name === 'session')!;
+    const csrf = cookies.find((c) => c.name === '__csrf')!;
+    expect(session.value).toBe(body.token);
+    expect(session.attrs).toMatchObject({ httponly: '', samesite: 'Strict', path: '/' });
+    expect(csrf.attrs).toMatchObject({ samesite: 'Strict', path: '/' });
+    for (const c of [session, csrf]) expect(c.attrs).not.toHaveProperty('secure');
+    expect(csrf.value).toBe(body.csrf);
+    expect((await b.get('/v1/users/current')).status).toBe(200);
+  });
+
+  test('HTTPS: __Host-session (HttpOnly, Secure, SameSite=Strict, Path=/) and __csrf (readable, Secure), valid until the session ends', async () => {
+    const h = await harness({ TRUST_PROXY: true });
+    const { b, res, body } = await loggedIn(h, { 'X-Forwarded-Proto': 'https' });
     expect(Object.keys(body)).toEqual(['token', 'csrf', 'expiresAt', 'createdAt']); // Central's Session frame order
     const cookies = parseSetCookies(res);
     expect(cookies.map((c) => c.name).sort()).toEqual(['__Host-session', '__csrf']);
@@ -77,10 +94,10 @@ describe('requests by cookie', () => {
     expect(await h.auditActions()).toEqual(['user.session.create']);
   });
 
-  test('a wrong token is refused even with X-Requested-With', async () => {
+  test('without X-Requested-With, a wrong token is refused (header or body)', async () => {
     const h = await harness();
     const { b } = await loggedIn(h);
-    const res = await b.post(`/v1/projects/${h.projectId}/app-users`, { body: { displayName: 'Wrong' }, headers: { 'X-CSRF-Token': 'x'.repeat(64) } });
+    const res = await b.post(`/v1/projects/${h.projectId}/app-users`, { noCsrf: true, body: { displayName: 'Wrong' }, headers: { 'X-CSRF-Token': 'x'.repeat(64) } });
     expect(res.status).toBe(401);
     expect(await json(res)).toEqual(AUTH_FAILED);
     const inBody = await fetch(`${b.base}/v1/projects/${h.projectId}/app-users`, {
@@ -89,10 +106,10 @@ describe('requests by cookie', () => {
     expect(inBody.status).toBe(401);
   });
 
-  test('with the token (X-CSRF-Token, as the browser sends it) the POST works', async () => {
+  test('with the token as X-CSRF-Token the POST works', async () => {
     const h = await harness();
     const { b, body } = await loggedIn(h);
-    const res = await b.post(`/v1/projects/${h.projectId}/app-users`, { body: { displayName: 'By cookie' } });
+    const res = await b.post(`/v1/projects/${h.projectId}/app-users`, { noCsrf: true, body: { displayName: 'By cookie' }, headers: { 'X-CSRF-Token': body.csrf } });
     expect(res.status).toBe(200);
     expect(await json(res)).toMatchObject({ displayName: 'By cookie', projectId: h.projectId });
     expect(b.cookie('__csrf')).toBe(body.csrf);
@@ -117,7 +134,6 @@ describe('requests by cookie', () => {
     const h = await harness();
     const { b } = await loggedIn(h);
     const res = await b.post(`/v1/projects/${h.projectId}/forms`, {
-      noCsrf: true,
       body: '<h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml"><h:head><h:title>X</h:title><model><instance><data id="xrw"><meta><instanceID/></meta><q/></data></instance></model></h:head><h:body/></h:html>',
       headers: { 'Content-Type': 'application/xml' },
     });
@@ -125,29 +141,50 @@ describe('requests by cookie', () => {
     expect((await json(res)).xmlFormId).toBe('xrw');
   });
 
-  test('PUT, PATCH and DELETE by cookie need the proof too (401.2 without; Central lets them through on SameSite alone)', async () => {
+  test('PUT, PATCH and DELETE by cookie alone work, as the UI sends them (Central checks CSRF on POST only)', async () => {
     const h = await harness();
     const { b } = await loggedIn(h);
     const bare = (method: string, path: string, body?: unknown) => fetch(b.base + path, {
       method, headers: { Cookie: b.cookieHeader()!, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
     });
-    expect((await bare('PUT', '/v1/user-preferences/site/x', { propertyValue: 1 })).status).toBe(401);
-    expect((await bare('PATCH', `/v1/projects/${h.projectId}`, { name: 'Renamed' })).status).toBe(401);
-    expect((await bare('DELETE', '/v1/sessions/current')).status).toBe(401);
-    expect((await b.put('/v1/user-preferences/site/x', { body: { propertyValue: 1 } })).status).toBe(200);
-    expect((await b.patch(`/v1/projects/${h.projectId}`, { body: { name: 'Renamed' } })).status).toBe(200);
+    expect((await bare('PUT', '/v1/user-preferences/site/whatsNewDismissed', { propertyValue: true })).status).toBe(200);
+    expect((await bare('PATCH', `/v1/projects/${h.projectId}`, { name: 'Renamed' })).status).toBe(200);
+    expect(await h.db.select().from(projects).where(eq(projects.name, 'Renamed'))).toHaveLength(1);
+    const me = await json(await b.get('/v1/users/current', { extended: true }));
+    expect(me.preferences.site).toEqual({ whatsNewDismissed: true });
+    expect((await bare('DELETE', '/v1/sessions/current')).status).toBe(200);
+    expect((await bare('GET', '/v1/users/current')).status).toBe(401);
   });
 
-  test('an unknown cookie leaves the request anonymous (never 401.3 or a cookie error)', async () => {
+  test('a CORS preflight is never granted, so a cross-site page cannot send those', async () => {
     const h = await harness();
-    const res = await fetch(`${await h.listen()}/v1/projects`, { headers: { Cookie: `__Host-session=${'Z'.repeat(64)}` } });
-    expect(res.status).toBe(200);
-    expect(await json(res)).toEqual([]);
+    const res = await fetch(`${await h.listen()}/v1/projects/${h.projectId}`, {
+      method: 'OPTIONS', headers: { Origin: 'https://evil.example', 'Access-Control-Request-Method': 'PATCH', 'Access-Control-Request-Headers': 'content-type' },
+    });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    for (const name of ['access-control-allow-origin', 'access-control-allow-methods', 'access-control-allow-headers', 'access-control-allow-credentials']) {
+      expect(res.headers.get(name), name).toBeNull();
+    }
+  });
+
+  test('a cookie naming no live session is refused at once with 401.2 (Central), never 401.3 or a cookie error', async () => {
+    const h = await harness();
+    const base = await h.listen();
+    for (const name of ['session', '__Host-session']) {
+      const res = await fetch(`${base}/v1/projects`, { headers: { Cookie: `${name}=${'Z'.repeat(64)}` } });
+      expect(res.status).toBe(401);
+      expect(await json(res)).toEqual(AUTH_FAILED);
+    }
+    // Logging in is anonymous in Central: the stale cookie does not block it.
+    const relog = await fetch(`${base}/v1/sessions`, {
+      method: 'POST', headers: { Cookie: `session=${'Z'.repeat(64)}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ email: bob.email, password: bob.password }),
+    });
+    expect(relog.status).toBe(200);
   });
 });
 
 describe('logout clears the cookies', () => {
-  test('DELETE /v1/sessions/current by cookie: both cookies expired (Path=/, Secure), the cookie then fails', async () => {
+  test('DELETE /v1/sessions/current by cookie (plain HTTP): both cookies expired (Path=/), the cookie then fails', async () => {
     const h = await harness();
     const { b, body } = await loggedIn(h);
     const before = b.cookieHeader()!;
@@ -155,11 +192,10 @@ describe('logout clears the cookies', () => {
     expect(res.status).toBe(200);
     expect(await json(res)).toEqual({ success: true });
     const set = parseSetCookies(res);
-    expect(set.map((c) => c.name).sort()).toEqual(['__Host-session', '__csrf']);
+    expect(set.map((c) => c.name).sort()).toEqual(['__csrf', 'session']);
     for (const c of set) {
       expect(clears(c), c.raw).toBe(true);
-      // A browser only accepts a __Host- cookie (even to delete it) with Secure and Path=/.
-      expect(c.attrs).toMatchObject({ secure: '', path: '/' });
+      expect(c.attrs).toMatchObject({ path: '/' });
     }
     expect(b.jar.size).toBe(0);
     const replay = await fetch(`${b.base}/v1/users/current`, { headers: { Cookie: before } });
@@ -173,7 +209,7 @@ describe('logout clears the cookies', () => {
     const { body } = await loggedIn(h);
     const res = await h.delete('/v1/sessions/current', { as: { bearer: body.token } });
     expect(res.status).toBe(200);
-    expect(parseSetCookies(res).filter(clears).map((c) => c.name).sort()).toEqual(['__Host-session', '__csrf']);
+    expect(parseSetCookies(res).filter(clears).map((c) => c.name).sort()).toEqual(['__csrf', 'session']);
     const byToken = await loggedIn(h);
     const other = await h.delete(`/v1/sessions/${encodeURIComponent(byToken.body.token)}`, { as: { bearer: byToken.body.token } });
     expect(other.status).toBe(200);
@@ -232,7 +268,7 @@ describe('the HTTPS rule', () => {
     const byCookie = await b.get(`/v1/projects/${h.projectId}`);
     expect(byCookie.status).toBe(401);
     expect(await json(byCookie)).toEqual(AUTH_FAILED);
-    expect(await json(await b.get('/v1/projects'))).toEqual([]);
+    expect((await b.get('/v1/projects')).status).toBe(401);
     expect((await b.get('/v1/sessions/restore')).status).toBe(401);
     // Bearer is not affected.
     expect((await h.get(`/v1/projects/${h.projectId}`, { as: 'bob' })).status).toBe(200);

@@ -109,14 +109,14 @@ export interface BrowserRequest {
   headers?: Record<string, string>;
   /** Sends `X-Extended-Metadata: true`. */
   extended?: boolean;
-  /** Leaves the CSRF token off a non-GET request (default: sent when the jar has `__csrf`). */
+  /** Leaves `X-Requested-With` off a POST (a cross-site form post looks like that). */
   noCsrf?: boolean;
 }
 
 /**
  * What the UI does in a browser: keeps the cookies responses set (and drops the ones they clear),
- * sends them back, and adds `X-Requested-With: XMLHttpRequest` and the `__csrf` cookie's value as
- * `X-CSRF-Token` to every non-GET request.
+ * sends them back, and adds `X-Requested-With: XMLHttpRequest` to every POST, as axios is set up in
+ * central-frontend (container.js); PATCH, PUT and DELETE carry the cookie alone.
  */
 export class Browser {
   /** Cookie name → value as the server set it (undecoded, as a browser keeps it). */
@@ -142,11 +142,7 @@ export class Browser {
     const cookie = this.cookieHeader();
     if (cookie) headers.Cookie = cookie;
     if (opts.extended) headers['X-Extended-Metadata'] = 'true';
-    if (method !== 'GET' && method !== 'HEAD') {
-      headers['X-Requested-With'] = 'XMLHttpRequest';
-      const csrf = this.cookie('__csrf');
-      if (csrf && !opts.noCsrf) headers['X-CSRF-Token'] = csrf;
-    }
+    if (method === 'POST' && !opts.noCsrf) headers['X-Requested-With'] = 'XMLHttpRequest';
     let body: BodyInit | undefined;
     if (opts.body !== undefined) {
       if (typeof opts.body === 'string' || opts.body instanceof Uint8Array) body = opts.body as BodyInit;
