@@ -26,6 +26,13 @@ export const forms = pgTable('forms', {
    */
   draftToken: text('draft_token'),
   webformsEnabled: boolean('webforms_enabled').notNull().default(true),
+  /**
+   * Ids in the public form URLs Central's web UI builds (`/f/{enketoId}`, `/f/{enketoOnceId}` for
+   * single-use public links), resolved by GET /v1/form-links/{id}/form. Central gets them from
+   * Enketo; Fieldbase draws them itself when the form is first published and keeps them across versions.
+   */
+  enketoId: text('enketo_id'),
+  enketoOnceId: text('enketo_once_id'),
   createdBy: integer('created_by').references(() => actors.id),
   ...lifecycle,
 }, (t) => [
@@ -33,6 +40,8 @@ export const forms = pgTable('forms', {
   uniqueIndex('forms_project_xml_form_id_live').on(t.projectId, t.xmlFormId).where(sql`${t.deletedAt} is null`),
   index('forms_project_id').on(t.projectId),
   uniqueIndex('forms_draft_token').on(t.draftToken),
+  uniqueIndex('forms_enketo_id').on(t.enketoId),
+  uniqueIndex('forms_enketo_once_id').on(t.enketoOnceId),
 ]);
 
 export type FormRow = typeof forms.$inferSelect;

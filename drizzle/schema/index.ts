@@ -17,3 +17,5 @@ export * from './comments';
 export * from './audits';
 export * from './blobs';
 export * from './user-preferences';
+export * from './actor-properties';
+export * from './public-links';

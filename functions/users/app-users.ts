@@ -10,7 +10,9 @@ export const appUsersRoutes = newApp()
   .post('/v1/projects/:projectId/app-users', async (c) =>
     c.json(await appUsers.createAppUser(c.var.ctx, projectId(c), await jsonBody(c))))
   .get('/v1/projects/:projectId/app-users/:actorId', async (c) =>
-    c.json(await appUsers.getAppUser(c.var.ctx, projectId(c), intParam(c, 'actorId'))))
+    c.json(await appUsers.getAppUser(c.var.ctx, projectId(c), intParam(c, 'actorId'), isExtended(c))))
+  .patch('/v1/projects/:projectId/app-users/:actorId', async (c) =>
+    c.json(await appUsers.updateAppUser(c.var.ctx, projectId(c), intParam(c, 'actorId'), await jsonBody(c))))
   .delete('/v1/projects/:projectId/app-users/:actorId', async (c) => {
     await appUsers.deleteAppUser(c.var.ctx, projectId(c), intParam(c, 'actorId'));
     return success(c);

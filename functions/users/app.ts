@@ -1,10 +1,11 @@
 /** Users group: users, sessions, App Users, user preferences and configuration (the sub-route files carry no middleware; this app adds it once). */
 import { groupApp } from '../../lib/http/app';
+import { actorPropertiesRoutes } from './actor-properties';
 import { appUsersRoutes } from './app-users';
 import { sessionsRoutes } from './sessions';
 import { preferencesRoutes } from './preferences';
 import { usersRoutes } from './users';
 
-const app = groupApp().route('/', usersRoutes).route('/', sessionsRoutes).route('/', appUsersRoutes).route('/', preferencesRoutes);
+const app = groupApp().route('/', usersRoutes).route('/', sessionsRoutes).route('/', appUsersRoutes).route('/', actorPropertiesRoutes).route('/', preferencesRoutes);
 
 export default app;

@@ -2,6 +2,7 @@ import { and, desc, eq, inArray, isNull, max, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import { z } from 'zod';
 import { actors, assignments, audits, fieldKeys, sessions, type ActorRow, type FieldKeyRow } from '../../drizzle/schema';
+import { actorPropertiesOf, setActorProperties, type ActorPropertiesJson } from '../actor-properties';
 import { actorJson, insertActor, iso, type ActorJson } from '../actors';
 import { audit } from '../audits/log';
 import { canOrReject, type ActeeRef } from '../authz/can';
@@ -28,29 +29,43 @@ const fieldKeyActee = (a: Pick<ActorRow, 'acteeId'>, projectActeeId: string): Ac
   acteeId: a.acteeId, species: species.fieldKey, parents: [projectActeeId],
 });
 
-/**
- * App Users of a project (GET P/app-users), live ones only, those with a token first, newest first.
- * Extended adds `createdBy` (Actor) and `lastUsed` (last submission by it, or null).
- * @throws 404.1 unknown project; 403.1 without field_key.list.
- */
-export async function listAppUsers(
-  ctx: Ctx,
-  projectId: number,
-  extended: boolean,
-): Promise<Array<AppUserJson | (AppUserJson & { createdBy: ActorJson; lastUsed: string | null })>> {
-  const project = await getProjectOrNotFound(ctx, projectId);
-  await canOrReject(ctx, 'field_key.list', projectActee(project));
+/** Extended App User JSON: createdBy, lastUsed (last submission by it, or null), properties (or null). */
+export type ExtendedAppUserJson = AppUserJson & { createdBy: ActorJson; lastUsed: string | null; properties: ActorPropertiesJson };
+
+/** App Users of a project matching `where`, in Central's order: with a token first, newest first. */
+async function selectAppUsers(ctx: Ctx, projectId: number, actorId?: number) {
   const creator = alias(actors, 'creator');
-  const rows = await ctx.db
+  return ctx.db
     .select({ a: actors, k: fieldKeys, creator })
     .from(fieldKeys)
     .innerJoin(actors, eq(actors.id, fieldKeys.actorId))
     .innerJoin(creator, eq(creator.id, fieldKeys.createdBy))
-    .where(and(eq(fieldKeys.projectId, project.id), isNull(actors.deletedAt)))
+    .where(and(eq(fieldKeys.projectId, projectId), isNull(actors.deletedAt), actorId == null ? undefined : eq(fieldKeys.actorId, actorId)))
     .orderBy(sql`(${fieldKeys.token} is not null) desc`, desc(actors.createdAt), desc(actors.id));
-  if (!extended) return rows.map((r) => appUserJson(r.a, r.k));
-  const lastUsed = await lastUsedByActor(ctx, rows.map((r) => r.a.id));
-  return rows.map((r) => ({ ...appUserJson(r.a, r.k), createdBy: actorJson(r.creator), lastUsed: lastUsed.get(r.a.id) ?? null }));
+}
+
+async function extendAppUsers(ctx: Ctx, rows: Awaited<ReturnType<typeof selectAppUsers>>): Promise<ExtendedAppUserJson[]> {
+  const ids = rows.map((r) => r.a.id);
+  const [lastUsed, properties] = [await lastUsedByActor(ctx, ids), await actorPropertiesOf(ctx, ids)];
+  return rows.map((r) => ({
+    ...appUserJson(r.a, r.k),
+    createdBy: actorJson(r.creator),
+    lastUsed: lastUsed.get(r.a.id) ?? null,
+    properties: properties.get(r.a.id) ?? null,
+  }));
+}
+
+/**
+ * App Users of a project (GET P/app-users), live ones only, those with a token first, newest first.
+ * Extended adds `createdBy` (Actor), `lastUsed` (last submission by it, or null) and `properties`
+ * (`{ name: value }`, null when it has none).
+ * @throws 404.1 unknown project; 403.1 without field_key.list.
+ */
+export async function listAppUsers(ctx: Ctx, projectId: number, extended: boolean): Promise<Array<AppUserJson | ExtendedAppUserJson>> {
+  const project = await getProjectOrNotFound(ctx, projectId);
+  await canOrReject(ctx, 'field_key.list', projectActee(project));
+  const rows = await selectAppUsers(ctx, project.id);
+  return extended ? extendAppUsers(ctx, rows) : rows.map((r) => appUserJson(r.a, r.k));
 }
 
 async function lastUsedByActor(ctx: Ctx, ids: number[]): Promise<Map<number, string>> {
@@ -66,10 +81,11 @@ async function lastUsedByActor(ctx: Ctx, ids: number[]): Promise<Map<number, str
 /**
  * Creates an App User (POST P/app-users) with a fresh token; it has no rights until assigned to
  * forms (app-user role) or the project.
- * @param body `{ displayName }`.
- * @returns AppUserJson with the token. Effects: actee, actor, field_keys and a never-expiring
- *   session; audit `field_key.create`.
- * @throws 404.1; 403.1 without field_key.create; 400.2 no displayName.
+ * @param body `{ displayName, properties? }`; `properties` as PATCH P/app-users/{id}.
+ * @returns AppUserJson with the token (without properties, as Central). Effects, in one
+ *   transaction: actee, actor, field_keys and a never-expiring session; audit `field_key.create`;
+ *   property values and audit `field_key.property.set` when properties are given.
+ * @throws 404.1; 403.1 without field_key.create; 400.2 no displayName; 400.8 bad properties.
  */
 export async function createAppUser(ctx: Ctx, projectId: number, body: unknown): Promise<AppUserJson> {
   const project = await getProjectOrNotFound(ctx, projectId);
@@ -83,6 +99,7 @@ export async function createAppUser(ctx: Ctx, projectId: number, body: unknown):
       .values({ actorId: actor.id, projectId: project.id, createdBy: tx.auth.actor?.id ?? actor.id, token: session.token })
       .returning();
     await audit(tx, tx, 'field_key.create', actor.acteeId, null);
+    await setActorProperties(tx, project.id, actor, (body as { properties?: unknown }).properties);
     return appUserJson(actor, key!);
   });
 }
@@ -100,11 +117,35 @@ async function getAppUserOrNotFound(ctx: Ctx, projectId: number, actorId: number
   return { project, ...row };
 }
 
-/** One App User (GET P/app-users/{id}). @throws 404.1; 403.1 without field_key.list. */
-export async function getAppUser(ctx: Ctx, projectId: number, actorId: number): Promise<AppUserJson> {
+/**
+ * One App User (GET P/app-users/{id}); extended as in the listing (createdBy, lastUsed, properties).
+ * @throws 404.1; 403.1 without field_key.list.
+ */
+export async function getAppUser(ctx: Ctx, projectId: number, actorId: number, extended = false): Promise<AppUserJson | ExtendedAppUserJson> {
   const { project, a, k } = await getAppUserOrNotFound(ctx, projectId, actorId);
   await canOrReject(ctx, 'field_key.list', fieldKeyActee(a, project.acteeId));
-  return appUserJson(a, k);
+  if (!extended) return appUserJson(a, k);
+  return (await extendAppUsers(ctx, await selectAppUsers(ctx, project.id, a.id)))[0]!;
+}
+
+/**
+ * Sets and unsets an App User's property values (PATCH P/app-users/{id}).
+ * @param body `{ properties?: { name: string | null } }`: a string sets (trimmed), null or blank
+ *   unsets, names left out stay; no `properties` changes nothing.
+ * @returns the extended App User JSON. Effects, in one transaction: actor_property_values rows;
+ *   audit `field_key.property.set` `{ properties }` unless `properties` is empty.
+ * @throws 404.1 unknown project or App User; 401.2/403.1 without field_key.update on the project;
+ *   400.8 properties not an object, an unknown name or a non-string value.
+ */
+export async function updateAppUser(ctx: Ctx, projectId: number, actorId: number, body: unknown): Promise<ExtendedAppUserJson> {
+  return withTx(ctx, async (tx) => {
+    const project = await getProjectOrNotFound(tx, projectId);
+    await canOrReject(tx, 'field_key.update', projectActee(project));
+    const { a } = await getAppUserOrNotFound(tx, projectId, actorId);
+    const properties = body != null && typeof body === 'object' ? (body as { properties?: unknown }).properties : undefined;
+    await setActorProperties(tx, project.id, a, properties);
+    return (await extendAppUsers(tx, await selectAppUsers(tx, project.id, a.id)))[0]!;
+  });
 }
 
 /**

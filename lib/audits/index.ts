@@ -13,9 +13,11 @@ export { audit } from './log';
 /** Central's `action` filter groups for GET /v1/audits; any other value matches one action exactly. */
 export const actionGroups: Record<string, string[]> = {
   user: ['user.create', 'user.update', 'user.delete', 'user.assignment.create', 'user.assignment.delete', 'user.session.create'],
-  field_key: ['field_key.create', 'field_key.assignment.create', 'field_key.assignment.delete', 'field_key.session.end', 'field_key.delete'],
-  public_link: ['public_link.create', 'public_link.assignment.create', 'public_link.assignment.delete', 'public_link.session.end', 'public_link.delete'],
-  project: ['project.create', 'project.update', 'project.delete'],
+  field_key: ['field_key.create', 'field_key.assignment.create', 'field_key.assignment.delete', 'field_key.session.end', 'field_key.delete',
+    'field_key.property.set'],
+  public_link: ['public_link.create', 'public_link.assignment.create', 'public_link.assignment.delete', 'public_link.session.end', 'public_link.delete',
+    'public_link.property.set'],
+  project: ['project.create', 'project.update', 'project.delete', 'actor_property.create'],
   form: ['form.create', 'form.update', 'form.delete', 'form.restore', 'form.purge', 'form.attachment.update',
     'form.submission.export', 'form.update.draft.set', 'form.update.draft.delete', 'form.update.draft.replace', 'form.update.publish'],
   submission: ['submission.create', 'submission.update', 'submission.update.version', 'submission.attachment.update',

@@ -15,6 +15,8 @@ const managerVerbs = [
   'session.end',
   'dataset.list', 'dataset.read', 'dataset.create', 'dataset.update',
   'entity.list', 'entity.read', 'entity.create', 'entity.update', 'entity.delete', 'entity.restore',
+  // Central migration 20260521-01 appends these to admin and manager (viewer gets actor_property.list).
+  'actor_property.list', 'actor_property.update', 'field_key.update',
 ] as const;
 
 const adminOnlyVerbs = [
@@ -34,7 +36,7 @@ export const systemRoles = [
     system: 'viewer',
     name: 'Project Viewer',
     verbs: ['project.read', 'form.list', 'form.read', 'submission.read', 'submission.list',
-      'dataset.list', 'dataset.read', 'entity.list', 'entity.read'],
+      'dataset.list', 'dataset.read', 'entity.list', 'entity.read', 'actor_property.list'],
   },
   { system: 'formview', name: 'Form Viewer (system internal)', verbs: ['open_form.read'] },
   {

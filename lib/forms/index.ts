@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNotNull, isNull, lt } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, or } from 'drizzle-orm';
 import { z } from 'zod';
 import {
   actees, actors, assignments, formAttachments, formDefs, forms, submissionAttachments, submissionDefs, submissions, type FormRow,
@@ -34,6 +34,28 @@ export interface UploadInput {
   formIdFallback?: string | null;
 }
 
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** `length` random characters from [A-Za-z0-9] (Web Crypto, unbiased). Pure apart from the randomness. */
+function randomAlphanumeric(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const b of crypto.getRandomValues(new Uint8Array(length))) {
+      if (b < 248 && out.length < length) out += ALPHANUMERIC[b % 62];
+    }
+  }
+  return out;
+}
+
+/**
+ * Fresh public ids for a form's first publication: `enketoId` (16 characters) and `enketoOnceId`
+ * (64), both alphanumeric as the web UI's `/f/:enketoId([a-zA-Z0-9]+)` route needs. Central has
+ * Enketo make them; Fieldbase draws them and keeps them across versions. Pure apart from the randomness.
+ */
+export function publicFormIds(): { enketoId: string; enketoOnceId: string } {
+  return { enketoId: randomAlphanumeric(16), enketoOnceId: randomAlphanumeric(64) };
+}
+
 /** Days a form stays restorable in the Trash (spec, Form lifecycle). */
 export const TRASH_DAYS = 30;
 
@@ -67,7 +89,8 @@ export async function listForms(ctx: Ctx, projectId: number, opts: { deleted: bo
  * Creates a form from an XForm or an XLSForm spreadsheet (POST P/forms): as a draft (with a Draft
  * Token), or published with `publish`. Conversion warnings and the workflow warning
  * deletedFormExists (same xmlFormId in the Trash) fail together as one 400.16 unless ignored.
- * @returns Form JSON. Effects: actee, form, definition, expected attachment rows; for a spreadsheet
+ * @returns Form JSON. Effects: actee, form (published: with its public ids enketoId and
+ *   enketoOnceId), definition, expected attachment rows; for a spreadsheet
  *   its blob (F.xlsx) and a filled itemsets.csv; audit `form.create`.
  * @throws 404.1 project; 403.1 without form.create; 400.1/400.2 unparseable or no id; 400.6 a
  *   malformed X-XlsForm-FormId-Fallback; 400.8 an id ending in .xls/.xlsx/.xml; 400.15 the
@@ -97,7 +120,7 @@ export async function createForm(ctx: Ctx, projectId: number, input: UploadInput
     const def = await insertDef(tx, form!, upload, input.publish);
     const [saved] = await tx.db
       .update(forms)
-      .set(input.publish ? { currentDefId: def.id } : { draftDefId: def.id })
+      .set(input.publish ? { currentDefId: def.id, ...publicFormIds() } : { draftDefId: def.id })
       .where(eq(forms.id, form!.id))
       .returning();
     await audit(tx, tx, 'form.create', acteeId, null);
@@ -114,6 +137,26 @@ export async function getForm(ctx: Ctx, projectId: number, xmlFormId: string, ex
   if (!extended) return json;
   const mayUpdate = await can(ctx, 'form.update', { acteeId: f.form.acteeId, species: species.form, parents: [f.project.acteeId] });
   return { ...json, ...(await extendedFormFields(ctx, f.form, def)), ...(mayUpdate ? { publishNotes: def.publishNotes } : {}) };
+}
+
+/**
+ * A published form by its public id (GET /v1/form-links/{enketoId}/form), as the Web Forms app
+ * resolves a public link's `/f/{enketoId}?st=…` URL. Also accepts the form's `enketoOnceId`:
+ * Central's single-use link URLs carry it and Enketo resolves it; without Enketo, this is where it
+ * must resolve.
+ * @returns Form JSON (published version). Rights as Central's canReadForm: `form.read`, or
+ *   `open_form.read` while the form is not closed.
+ * @throws 404.1 no live form has that id; 401.2 anonymous; 403.1 without those rights. Reads only.
+ */
+export async function getFormByPublicId(ctx: Ctx, enketoId: string): Promise<FormJson> {
+  const [row] = await ctx.db
+    .select({ projectId: forms.projectId, xmlFormId: forms.xmlFormId })
+    .from(forms)
+    .where(and(or(eq(forms.enketoId, enketoId), eq(forms.enketoOnceId, enketoId)), isNull(forms.deletedAt), isNotNull(forms.currentDefId)));
+  if (!row) throw problems.user.notFound();
+  const f = await getFormOrNotFound(ctx, row.projectId, row.xmlFormId);
+  await canReadFormOrReject(ctx, f);
+  return formJson(f.form, await getDefOrNotFound(ctx, f.form.currentDefId));
 }
 
 export const PatchFormInput = z.object({
@@ -280,7 +323,7 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
  * Publishes the draft (POST F/draft/publish). `version` first replaces the draft's version string
  * (the XML changes, and so its hashes); `notes` come from X-Action-Notes.
  * Effects: the draft becomes the current definition; draft token ends; draft submissions removed;
- *   audit `form.update.publish`.
+ *   on the first publication the form gets its public ids (enketoId, enketoOnceId); audit `form.update.publish`.
  * @throws 404.1 no draft; 403.1 without form.update; 409.6 that version was already published.
  */
 export async function publishDraft(ctx: Ctx, projectId: number, xmlFormId: string, version: string | undefined, notes: string | null): Promise<void> {
@@ -301,7 +344,7 @@ export async function publishDraft(ctx: Ctx, projectId: number, xmlFormId: strin
     await tx.db.update(formDefs).set({ publishedAt: new Date(), publishedBy: tx.auth.actor?.id ?? null, publishNotes: notes }).where(eq(formDefs.id, def.id));
     await tx.db
       .update(forms)
-      .set({ currentDefId: def.id, draftDefId: null, draftToken: null, updatedAt: new Date() })
+      .set({ currentDefId: def.id, draftDefId: null, draftToken: null, updatedAt: new Date(), ...(form.enketoId == null ? publicFormIds() : {}) })
       .where(eq(forms.id, form.id));
     await deleteDraftSubmissions(tx, form);
     await audit(tx, tx, 'form.update.publish', form.acteeId, { oldDefId: form.currentDefId, newDefId: def.id }, notes);

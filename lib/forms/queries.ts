@@ -1,5 +1,7 @@
 import { and, count, desc, eq, isNotNull, isNull, max, sql } from 'drizzle-orm';
-import { actors, formAttachments, formDefs, forms, projects, submissions, type FormDefRow, type FormRow, type ProjectRow } from '../../drizzle/schema';
+import {
+  actors, formAttachments, formDefs, forms, projects, publicLinks, sessions, submissions, type FormDefRow, type FormRow, type ProjectRow,
+} from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
 import { can, canOrReject, rejection, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
@@ -54,8 +56,8 @@ export interface FormJson {
   projectId: number;
   xmlFormId: string;
   state: string;
-  enketoId: null;
-  enketoOnceId: null;
+  enketoId: string | null;
+  enketoOnceId: string | null;
   createdAt: string;
   updatedAt: string | null;
   webformsEnabled: boolean;
@@ -79,8 +81,10 @@ export function formJson(form: FormRow, def: FormDefRow, draftToken: string | nu
     projectId: form.projectId,
     xmlFormId: form.xmlFormId,
     state: form.state,
-    enketoId: null,
-    enketoOnceId: null,
+    // A form's public ids belong to its published versions; a draft shows none (Central gives a
+    // draft an Enketo id of its own; Fieldbase's drafts are filled through their project paths).
+    enketoId: def.publishedAt == null ? null : form.enketoId,
+    enketoOnceId: def.publishedAt == null ? null : form.enketoOnceId,
     createdAt: form.createdAt.toISOString(),
     updatedAt: iso(form.updatedAt),
     webformsEnabled: form.webformsEnabled,
@@ -103,7 +107,8 @@ export async function displayedDef(ctx: Ctx, form: FormRow): Promise<FormDefRow>
 /**
  * Extended form metadata (X-Extended-Metadata): submission counts (live, not draft), review state
  * counts, last submission and creator, excelContentType (the spreadsheet's type when `def` was
- * converted from an XLSForm, else null); publicLinks stays 0 until public links exist.
+ * converted from an XLSForm, else null), publicLinks (live public links: those whose session
+ * still exists, as Central counts them).
  */
 export async function extendedFormFields(ctx: Ctx, form: FormRow, def: FormDefRow) {
   const [creator] = form.createdBy == null ? [] : await ctx.db.select().from(actors).where(eq(actors.id, form.createdBy));
@@ -117,13 +122,17 @@ export async function extendedFormFields(ctx: Ctx, form: FormRow, def: FormDefRo
     })
     .from(submissions)
     .where(and(eq(submissions.formId, form.id), eq(submissions.draft, false), isNull(submissions.deletedAt)));
+  const [links] = await ctx.db
+    .select({ n: count() })
+    .from(publicLinks)
+    .where(and(eq(publicLinks.formId, form.id), sql`exists (select 1 from ${sessions} where ${sessions.actorId} = ${publicLinks.actorId})`));
   return {
     submissions: stats?.total ?? 0,
     entityRelated: def.datasets.length > 0,
     reviewStates: { received: stats?.received ?? 0, hasIssues: stats?.hasIssues ?? 0, edited: stats?.edited ?? 0 },
     lastSubmission: iso(stats?.last ?? null),
     excelContentType: def.xlsContentType,
-    publicLinks: 0,
+    publicLinks: links?.n ?? 0,
     createdBy: creator ? actorJson(creator) : null,
   };
 }

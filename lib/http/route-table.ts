@@ -14,6 +14,7 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/assignments(\/|$)/, 'assignments'],
   // App Users live under projects but belong to the users group.
   [/^\/v1\/projects\/[^/]+\/app-users(\/|$)/, 'users'],
+  [/^\/v1\/projects\/[^/]+\/actor-properties(\/|$)/, 'users'],
   [/^\/v1\/users(\/|$)/, 'users'],
   [/^\/v1\/sessions(\/|$)/, 'users'],
   [/^\/v1\/user-preferences(\/|$)/, 'users'],
@@ -31,6 +32,7 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/(draft\/)?submissions(\/|$)/, 'submissions'],
   // Forms, drafts, versions, form attachments, the OpenRosa form list/manifest and Draft Token paths.
   [/^\/v1\/projects\/[^/]+\/formList$/, 'forms'],
+  [/^\/v1\/form-links\/[^/]+\/form$/, 'forms'],
   [/^\/v1\/projects\/[^/]+\/forms(\/|$)/, 'forms'],
   [/^\/v1\/test\/[^/]+\/projects\/[^/]+\/forms\/[^/]+\/draft/, 'forms'],
   [/^\/v1\/projects\/?$/, 'projects'],

@@ -1,5 +1,5 @@
 import { and, eq, gt, isNull, lte, sql } from 'drizzle-orm';
-import { actors, fieldKeys, projects, sessions } from '../../drizzle/schema';
+import { actees, actors, fieldKeys, sessions } from '../../drizzle/schema';
 import { toActor } from '../actors';
 import { audit } from '../audits/log';
 import { sha256Hex } from '../blobs/hash';
@@ -113,7 +113,7 @@ export async function endSession(ctx: Ctx, token: string): Promise<void> {
     const found = await findSession(tx, token);
     if (!found) throw problems.user.insufficientRights();
     const { actor } = found;
-    const parents = actor.type === 'field_key' ? await fieldKeyParents(tx, actor.id) : [];
+    const parents = actor.type === 'user' ? [] : await acteeAncestors(tx, actor.acteeId);
     await canOrReject(tx, 'session.end', { acteeId: actor.acteeId, species: actor.type, parents });
     await tx.db.delete(sessions).where(eq(sessions.tokenHash, found.session.tokenHash));
     forgetSessions(tx);
@@ -149,13 +149,20 @@ export function restoreSession(ctx: Ctx): { createdAt: string; expiresAt: string
   return { createdAt: s.createdAt.toISOString(), expiresAt: s.expiresAt.toISOString() };
 }
 
-async function fieldKeyParents(ctx: Ctx, actorId: number): Promise<string[]> {
-  const [row] = await ctx.db
-    .select({ acteeId: projects.acteeId })
-    .from(fieldKeys)
-    .innerJoin(projects, eq(projects.id, fieldKeys.projectId))
-    .where(eq(fieldKeys.actorId, actorId));
-  return row ? [row.acteeId] : [];
+/**
+ * The actees an App User or public link lives in (its project; a public link's form, then the
+ * form's project), so project managers may revoke them as in Central (rights on an actee's parents apply).
+ */
+async function acteeAncestors(ctx: Ctx, acteeId: string): Promise<string[]> {
+  const out: string[] = [];
+  let current = acteeId;
+  for (let depth = 0; depth < 2; depth++) {
+    const [row] = await ctx.db.select({ parent: actees.parent }).from(actees).where(eq(actees.id, current));
+    if (row?.parent == null) break;
+    out.push(row.parent);
+    current = row.parent;
+  }
+  return out;
 }
 
 /**

@@ -42,7 +42,7 @@ describe('webformsEnabled', () => {
     expect(off.status).toBe(200);
     const offBody = await json(off);
     expect(Object.keys(offBody)).toEqual(formKeys);
-    expect(offBody).toMatchObject({ webformsEnabled: false, state: 'open', enketoId: null });
+    expect(offBody).toMatchObject({ webformsEnabled: false, state: 'open', enketoId: expect.stringMatching(/^[A-Za-z0-9]{16}$/) });
     expect(offBody.updatedAt).not.toBeNull();
     expect((await json(await h.get(F(h, 'wf2'), { as: 'bob' }))).webformsEnabled).toBe(false);
 
