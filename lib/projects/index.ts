@@ -134,8 +134,9 @@ async function verbsByProject(ctx: Ctx): Promise<Map<number, Set<string>>> {
  * Projects the caller may see (GET /v1/projects): those where it holds project.read and form.list
  * (or open_form.list). Anonymous callers get `[]` (spec, Authentication 2). Archived sort last, then
  * by name, as Central.
- * @param opts extended: add counts; forms: add formList (the forms the actor may see, as GET P/forms);
- *   datasets: add datasetList (empty until the entities issue).
+ * @param opts extended: add counts; forms: add formList (the forms the actor may see, as extended Form
+ *   JSON with submission counts, from one query: lib/forms/listing) and set `forms` / `lastSubmission`
+ *   from it; datasets: add datasetList (empty until the entities issue).
  * @returns an array of Project JSON, each with `verbs`. Reads only.
  */
 export async function listProjects(
@@ -155,15 +156,20 @@ export async function listProjects(
     .orderBy(sql`coalesce(${projects.archived}, false)`, asc(projects.name), asc(projects.id));
   const counts = opts.extended ? await countsFor(ctx, visible) : null;
   // Loaded lazily: lib/forms builds on lib/projects.
-  const { listForms } = opts.forms ? await import('../forms') : { listForms: null };
+  const formLists = opts.forms
+    ? await (await import('../forms/listing')).formListsByProject(ctx, new Map(rows.map((p) => [p.id, verbs.get(p.id)!])))
+    : null;
   const out = [];
   for (const p of rows) {
+    const formList = formLists?.get(p.id) ?? null;
+    const last = formList ? formList.reduce<string | null>((m, f) => (f.lastSubmission != null && (m == null || f.lastSubmission > m) ? f.lastSubmission : m), null) : null;
     out.push({
       ...projectJson(p),
       ...(counts ? counts.get(p.id)! : {}),
       verbs: [...verbs.get(p.id)!],
-      // The forms this actor may see in the project, as GET P/forms lists them.
-      ...(listForms ? { formList: await listForms(ctx, p.id, { deleted: false, extended: false }) } : {}),
+      // The forms this actor may see, extended (the home page shows their counts); as Central, the
+      // project's `forms` and `lastSubmission` then come from that list, extended or not.
+      ...(formList ? { formList, forms: formList.length, lastSubmission: last } : {}),
       ...(opts.datasets ? { datasetList: [] } : {}),
     });
   }

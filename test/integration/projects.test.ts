@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { count, eq } from 'drizzle-orm';
 import { describe, expect, test } from 'vitest';
-import { projects } from '../../drizzle/schema';
-import { harness, json, type Harness } from '../helpers/harness';
+import { projects, submissions } from '../../drizzle/schema';
+import { harness, json, type As, type Harness } from '../helpers/harness';
+import { userWithRole } from '../helpers/roles';
 
 type Project = { id: number; name: string; description: string | null; archived: boolean | null; [k: string]: unknown };
 
@@ -399,5 +401,83 @@ describe('DELETE /v1/projects/:id', () => {
     const h = await harness();
     await expectProblem(await h.delete(`/v1/projects/${h.projectId}`), 401, 401.2);
     await expectProblem(await h.delete('/v1/projects/999999999', { as: 'alice' }), 404, 404.1);
+  });
+});
+
+describe('GET /v1/projects?forms=true: the home page list', () => {
+  const XML = { 'Content-Type': 'application/xml' };
+  const shared = (path: string) => readFileSync(new URL(`../../../shared/fixtures/${path}`, import.meta.url), 'utf8');
+  type FormItem = { xmlFormId: string; name: string | null; submissions: number; reviewStates: Record<string, number>; lastSubmission: string | null; [k: string]: unknown };
+  type Listed = Project & { formList: FormItem[]; forms: number; lastSubmission: string | null };
+  const list = async (h: Harness, as: As, extended = false) =>
+    json<Listed[]>(await h.get('/v1/projects?forms=true&datasets=true', { as, headers: extended ? { 'X-Extended-Metadata': 'true' } : {} }));
+  const mine = async (h: Harness, as: As, extended = false) => (await list(h, as, extended)).find((p) => p.id === h.projectId);
+
+  async function formsWithSubmissions(h: Harness) {
+    const P = `/v1/projects/${h.projectId}`;
+    for (const form of ['simple', 'withrepeat']) {
+      expect((await h.post(`${P}/forms?publish=true`, { as: 'bob', body: shared(`forms/${form}.xml`), headers: XML })).status).toBe(200);
+    }
+    expect((await h.post(`${P}/forms`, { as: 'bob', body: shared('forms/binaryType.xml'), headers: XML })).status).toBe(200); // a draft
+    for (const k of ['one', 'two', 'three']) {
+      expect((await h.post(`${P}/forms/simple/submissions`, { as: 'bob', body: shared(`submissions/simple.${k}.xml`), headers: XML })).status).toBe(200);
+    }
+    expect((await h.patch(`${P}/forms/simple/submissions/two`, { as: 'bob', body: { reviewState: 'hasIssues' } })).status).toBe(200);
+    expect((await h.patch(`${P}/forms/simple/submissions/three`, { as: 'bob', body: { reviewState: 'approved' } })).status).toBe(200);
+    await h.db.update(submissions).set({ createdAt: new Date('2031-02-03T04:05:06.789Z') }).where(eq(submissions.instanceId, 'one'));
+    // A deleted submission and a draft test submission count nowhere.
+    expect((await h.post(`${P}/forms/withrepeat/submissions`, { as: 'bob', body: shared('submissions/withrepeat.one.xml'), headers: XML })).status).toBe(200);
+    expect((await h.delete(`${P}/forms/withrepeat/submissions/rone`, { as: 'bob' })).status).toBe(200);
+    expect((await h.post(`${P}/forms/binaryType/draft/submissions`, { as: 'bob', body: shared('submissions/binaryType.both.xml'), headers: XML })).status).toBe(200);
+  }
+
+  test('each form carries its extended fields: submissions, reviewStates, lastSubmission, createdBy', async () => {
+    const h = await harness();
+    await formsWithSubmissions(h);
+    const project = (await mine(h, 'bob'))!;
+    const byId = Object.fromEntries(project.formList.map((f) => [f.xmlFormId, f]));
+    expect(Object.keys(byId).sort()).toEqual(['binaryType', 'simple', 'withrepeat']);
+    expect(byId.simple).toMatchObject({
+      submissions: 3, reviewStates: { received: 1, hasIssues: 1, edited: 0 }, lastSubmission: '2031-02-03T04:05:06.789Z',
+      entityRelated: false, excelContentType: null, publicLinks: 0, createdBy: { id: h.ids.bob, type: 'user' },
+    });
+    expect(byId.withrepeat).toMatchObject({ submissions: 0, reviewStates: { received: 0, hasIssues: 0, edited: 0 }, lastSubmission: null });
+    expect(byId.binaryType).toMatchObject({ submissions: 0, publishedAt: null, lastSubmission: null });
+    // The same shape as GET F with X-Extended-Metadata, field for field.
+    const single = await json<Record<string, unknown>>(await h.get(`/v1/projects/${h.projectId}/forms/simple`, { as: 'bob', headers: { 'X-Extended-Metadata': 'true' } }));
+    const { publishNotes: _notes, ...singleWithoutNotes } = single;
+    expect(byId.simple).toEqual(singleWithoutNotes);
+    // As Central, the project's forms and lastSubmission come from the list, extended or not.
+    expect(project).toMatchObject({ forms: 3, lastSubmission: '2031-02-03T04:05:06.789Z', datasetList: [] });
+    expect(await mine(h, 'bob', true)).toMatchObject({ forms: 3, lastSubmission: '2031-02-03T04:05:06.789Z', appUsers: 0 });
+  });
+
+  test('who sees which forms: drafts need form.update, closed forms form.read; no role sees no project', async () => {
+    const h = await harness();
+    await formsWithSubmissions(h);
+    expect((await h.patch(`/v1/projects/${h.projectId}/forms/withrepeat`, { as: 'bob', body: { state: 'closed' } })).status).toBe(200);
+    const ids = async (as: As) => (await mine(h, as))?.formList.map((f) => f.xmlFormId).sort();
+    expect(await ids('alice')).toEqual(['binaryType', 'simple', 'withrepeat']);
+    expect(await ids('bob')).toEqual(['binaryType', 'simple', 'withrepeat']);
+    expect(await ids(await userWithRole(h, 'viewer', 'viewer-list@example.org'))).toEqual(['simple', 'withrepeat']);
+    expect(await ids(await userWithRole(h, 'formfill', 'collector-list@example.org'))).toEqual(['simple']);
+    expect(await mine(h, 'chelsea')).toBeUndefined();
+    const anonymous = await h.get('/v1/projects?forms=true');
+    expect([200, 401, 403]).toContain(anonymous.status);
+    if (anonymous.status === 200) expect(await json(anonymous)).toEqual([]);
+  });
+
+  test('many forms over several projects: each project its own, ordered by name', async () => {
+    const h = await harness();
+    const P = `/v1/projects/${h.projectId}`;
+    for (let i = 0; i < 30; i += 1) {
+      const xml = shared('forms/simple.xml').replace('id="simple"', `id="simple${i}"`).replace('<h:title>Simple</h:title>', `<h:title>Simple ${String(i).padStart(2, '0')}</h:title>`);
+      expect((await h.post(`${P}/forms?publish=true`, { as: 'bob', body: xml, headers: XML })).status).toBe(200);
+    }
+    const other = await createProject(h, 'Second');
+    expect((await h.post(`/v1/projects/${other.id}/forms?publish=true`, { as: 'alice', body: shared('forms/simple.xml'), headers: XML })).status).toBe(200);
+    const all = await list(h, 'alice');
+    expect(all.find((p) => p.id === h.projectId)!.formList.map((f) => f.name)).toEqual(Array.from({ length: 30 }, (_, i) => `Simple ${String(i).padStart(2, '0')}`));
+    expect(all.find((p) => p.id === other.id)!.formList.map((f) => f.xmlFormId)).toEqual(['simple']);
   });
 });
