@@ -60,6 +60,7 @@ export class UiUser {
 
   static async open(browser: Browser, base: string): Promise<UiUser> {
     const context = await browser.newContext({ baseURL: base, viewport: { width: 1400, height: 900 }, acceptDownloads: true });
+    context.setDefaultTimeout(10_000);
     const page = await context.newPage();
     const user = new UiUser(context, page, base);
     await context.exposeBinding('__fbRedAlert', (_source, text: string) => {
