@@ -5,7 +5,7 @@
  * project, however many forms they hold (lists must scale).
  */
 import { and, asc, count, eq, getTableColumns, inArray, isNull, max, sql } from 'drizzle-orm';
-import { actors, formDefs, forms, submissions, type FormDefRow } from '../../drizzle/schema';
+import { actors, formDefs, forms, publicLinks, sessions, submissions, type FormDefRow } from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
 import type { Ctx } from '../context';
 import { formJson, type FormJson } from './queries';
@@ -39,8 +39,8 @@ export function formVisibleInList(verbs: ReadonlySet<string>, form: { published:
  * @param verbsByProject project id → the verbs the actor holds on it (grants on '*', 'project'
  *   and the project itself).
  * @returns project id → forms (every given project has an entry, possibly []). Counts cover live
- *   (not deleted) non-draft submissions; `received` counts those not yet reviewed. publicLinks is 0
- *   here (public links are not counted in this list yet). Reads only: one query.
+ *   (not deleted) non-draft submissions; `received` counts those not yet reviewed; publicLinks the
+ *   live public links. Reads only: one query.
  */
 export async function formListsByProject(ctx: Ctx, verbsByProject: ReadonlyMap<number, ReadonlySet<string>>): Promise<Map<number, ExtendedFormJson[]>> {
   const ids = [...verbsByProject.keys()];
@@ -74,6 +74,9 @@ export async function formListsByProject(ctx: Ctx, verbsByProject: ReadonlyMap<n
       hasIssues: stats.hasIssues,
       edited: stats.edited,
       last: stats.last,
+      // Live public links (their session still exists), as extendedFormFields counts them.
+      publicLinks: sql<number>`(select count(*) from ${publicLinks} where ${publicLinks.formId} = ${forms.id}
+        and exists (select 1 from ${sessions} where ${sessions.actorId} = ${publicLinks.actorId}))`.mapWith(Number),
     })
     .from(forms)
     .innerJoin(formDefs, eq(formDefs.id, sql`coalesce(${forms.currentDefId}, ${forms.draftDefId})`))
@@ -92,7 +95,7 @@ export async function formListsByProject(ctx: Ctx, verbsByProject: ReadonlyMap<n
       reviewStates: { received: r.received ?? 0, hasIssues: r.hasIssues ?? 0, edited: r.edited ?? 0 },
       lastSubmission: iso(r.last ?? null),
       excelContentType: def.xlsContentType,
-      publicLinks: 0,
+      publicLinks: r.publicLinks,
       createdBy: r.creator ? actorJson(r.creator) : null,
     });
   }

@@ -434,14 +434,15 @@ describe('GET /v1/projects?forms=true: the home page list', () => {
   test('each form carries its extended fields: submissions, reviewStates, lastSubmission, createdBy', async () => {
     const h = await harness();
     await formsWithSubmissions(h);
+    expect((await h.post(`/v1/projects/${h.projectId}/forms/simple/public-links`, { as: 'bob', body: { displayName: 'Open survey' } })).status).toBe(200);
     const project = (await mine(h, 'bob'))!;
     const byId = Object.fromEntries(project.formList.map((f) => [f.xmlFormId, f]));
     expect(Object.keys(byId).sort()).toEqual(['binaryType', 'simple', 'withrepeat']);
     expect(byId.simple).toMatchObject({
       submissions: 3, reviewStates: { received: 1, hasIssues: 1, edited: 0 }, lastSubmission: '2031-02-03T04:05:06.789Z',
-      entityRelated: false, excelContentType: null, publicLinks: 0, createdBy: { id: h.ids.bob, type: 'user' },
+      entityRelated: false, excelContentType: null, publicLinks: 1, createdBy: { id: h.ids.bob, type: 'user' },
     });
-    expect(byId.withrepeat).toMatchObject({ submissions: 0, reviewStates: { received: 0, hasIssues: 0, edited: 0 }, lastSubmission: null });
+    expect(byId.withrepeat).toMatchObject({ submissions: 0, reviewStates: { received: 0, hasIssues: 0, edited: 0 }, lastSubmission: null, publicLinks: 0 });
     expect(byId.binaryType).toMatchObject({ submissions: 0, publishedAt: null, lastSubmission: null });
     // The same shape as GET F with X-Extended-Metadata, field for field.
     const single = await json<Record<string, unknown>>(await h.get(`/v1/projects/${h.projectId}/forms/simple`, { as: 'bob', headers: { 'X-Extended-Metadata': 'true' } }));

@@ -43,7 +43,7 @@ interface Plural {
 
 /** A geoTypes submission; absent values give empty elements. */
 function geoXml(o: {
-  instanceId: string; deprecatedId?: string; version?: string; point?: string; trace?: string; shape?: string; plural?: Plural[]; newPoint?: string;
+  instanceId: string; deprecatedId?: string; version?: string; point?: string | null; trace?: string; shape?: string; plural?: Plural[]; newPoint?: string;
 }): string {
   const plural = (o.plural ?? []).map((p) => `<plural><input_geopoint_repeat>${p.point ?? ''}</input_geopoint_repeat>`
     + `<input_geotrace_repeat>${p.trace ?? ''}</input_geotrace_repeat><input_geoshape_repeat>${p.shape ?? ''}</input_geoshape_repeat>`
