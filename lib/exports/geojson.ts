@@ -160,7 +160,7 @@ export async function submissionsGeoJson(
           text += (first ? '' : ',') + featureJson(row.instanceId, [geometry], named ? null : row.path);
           first = false;
         }
-        yield encoder.encode(text);
+        if (text !== '') yield encoder.encode(text);
         text = '';
         left -= page.length;
         if (page.length < size) break;
@@ -177,9 +177,12 @@ export async function submissionsGeoJson(
 function pullStream(chunks: AsyncGenerator<Uint8Array>): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const next = await chunks.next();
-      if (next.done) controller.close();
-      else if (next.value.byteLength > 0) controller.enqueue(next.value);
+      // A pull that enqueues nothing would leave the reader waiting: skip empty chunks here.
+      for (;;) {
+        const next = await chunks.next();
+        if (next.done) return controller.close();
+        if (next.value.byteLength > 0) return controller.enqueue(next.value);
+      }
     },
     async cancel() {
       await chunks.return(undefined);

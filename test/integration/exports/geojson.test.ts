@@ -262,6 +262,11 @@ describe('GET F/submissions.geojson', () => {
     expect(await read(5)).toEqual(expected);
     expect(await read(1)).toEqual(expected);
     expect(await read(5, '7')).toEqual(expected.slice(0, 7));
+    // Whole batches without a valid value write nothing, and the stream still ends.
+    for (let i = 0; i < 6; i += 1) await submit(h, geoXml({ instanceId: `blank${i}`, point: 'not a point' }));
+    await h.db.update(submissions).set({ createdAt: new Date('2030-01-01T00:00:00Z') }).where(eq(submissions.draft, false));
+    const blankFirst = await submissionsGeoJson(systemCtx(h.deps), { projectId: h.projectId, xmlFormId: 'geotest', fieldpaths: [], batchSize: 2 });
+    expect(ids(JSON.parse(await new Response(blankFirst).text()) as Collection)).toHaveLength(12);
   });
 });
 
