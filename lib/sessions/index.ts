@@ -138,14 +138,15 @@ export async function endCurrentSession(ctx: Ctx): Promise<void> {
 }
 
 /**
- * The current cookie session (GET /v1/sessions/restore), for a browser reloading the UI:
- * `{ createdAt, expiresAt }` only, as Central answers. The token stays in its HttpOnly cookie (page
- * scripts never see it); the CSRF token is in the readable `__csrf` cookie.
- * @throws 401.2 without a valid session cookie.
+ * The current session (GET /v1/sessions/restore), for a browser reloading the UI (its cookie), or
+ * any session token (Bearer, an App User or public link key, as Central: `/v1/key/{token}/sessions/restore`
+ * shows an App User's year-9999 expiry): `{ createdAt, expiresAt }` only, as Central answers. The token
+ * stays in its HttpOnly cookie (page scripts never see it); the CSRF token is in the readable `__csrf` cookie.
+ * @throws 401.2 without a session (anonymous, Basic).
  */
 export function restoreSession(ctx: Ctx): { createdAt: string; expiresAt: string } {
   const s = ctx.auth.session;
-  if (ctx.auth.via !== 'cookie' || s == null) throw problems.user.authenticationFailed();
+  if (s == null) throw problems.user.authenticationFailed();
   return { createdAt: s.createdAt.toISOString(), expiresAt: s.expiresAt.toISOString() };
 }
 
