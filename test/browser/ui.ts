@@ -210,3 +210,11 @@ export function browserSuite(): Suite {
   });
   return suite;
 }
+
+/** Fills the ODK Web Forms question labelled `label` (its nearest enclosing element with an input). */
+export async function fillQuestion(page: Page, label: string, value: string) {
+  const input = page.getByText(label, { exact: true }).locator('xpath=ancestor::*[.//input][1]').locator('input').first();
+  await input.fill('');
+  await input.pressSequentially(value); // typed: PrimeVue's number input ignores a programmatic fill
+  await input.press('Tab');
+}
