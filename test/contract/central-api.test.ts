@@ -22,10 +22,8 @@ const methods = ['get', 'post', 'put', 'patch', 'delete', 'head'];
 /** Operations deliberately left to later issues (matched on "METHOD path"), with the reason. */
 const deferred: Array<[RegExp, string]> = [
   [/^POST \/v1\/projects\/\{id\}\/key$/, 'managed encryption (encryption issue)'],
-  [/^PATCH \/v1\/projects\/\{projectId\}\/app-users\/\{id\}$/, 'actor properties (not in the foundation)'],
   [/\.geojson$/, 'GeoJSON (not in the spec table; a later issue)'],
   [/submissions\.geojson/, 'GeoJSON (a later issue)'],
-  [/\/public-links/, 'public links (a later issue)'],
   [/\/datasets/, 'entities and datasets (entities issue)'],
   [/^(POST|DELETE) \/v1\/config\//, 'setting server configuration (read-only until configuration is stored)'],
 ];
