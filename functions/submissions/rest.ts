@@ -41,7 +41,7 @@ for (const [prefix, draft] of [[`${F}/submissions`, false], [`${F}/draft/submiss
     })
     .get(`${prefix}/:instanceId/attachments`, async (c) => c.json(await attachments.listAttachments(c.var.ctx, target(c, draft))))
     .get(`${prefix}/:instanceId/attachments/:filename`, async (c) =>
-      blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, target(c, draft), stringParam(c, 'filename'))))
+      blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, target(c, draft), stringParam(c, 'filename')), { imageInline: true }))
     .post(`${prefix}/:instanceId/attachments/:filename`, async (c) => {
       await attachments.setAttachment(c.var.ctx, target(c, draft), stringParam(c, 'filename'), await file(c));
       return success(c);
@@ -81,7 +81,7 @@ submissionRestRoutes
   .get(V, async (c) => c.json(await versions.getVersion(c.var.ctx, projectId(c), form(c), inst(c), stringParam(c, 'versionId'), isExtended(c))))
   .get(`${V}/attachments`, async (c) => c.json(await attachments.listAttachments(c.var.ctx, { ...target(c, false), versionId: stringParam(c, 'versionId') })))
   .get(`${V}/attachments/:filename`, async (c) =>
-    blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, { ...target(c, false), versionId: stringParam(c, 'versionId') }, stringParam(c, 'filename'))))
+    blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, { ...target(c, false), versionId: stringParam(c, 'versionId') }, stringParam(c, 'filename')), { imageInline: true }))
   .delete(`${V}/attachments/:filename`, async (c) => {
     await attachments.setAttachment(c.var.ctx, { ...target(c, false), versionId: stringParam(c, 'versionId') }, stringParam(c, 'filename'), null);
     return success(c);

@@ -4,11 +4,14 @@ import { problems } from '../problem';
 import type { AppEnv } from './app';
 import { concatBytes } from '../bytes';
 
-/** `attachment; filename="…"; filename*=UTF-8''…` as Central writes it. */
-export function contentDisposition(filename: string): string {
+/** `attachment; filename="…"; filename*=UTF-8''…` as Central writes it (or `inline; …`). */
+export function contentDisposition(filename: string, disposition: 'attachment' | 'inline' = 'attachment'): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+  return `${disposition}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
 }
+
+/** Image types a submission attachment is shown `inline` with (Central's lib/util/blob.js); others download. */
+const INLINE_IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif']);
 
 /** An XML document (form definitions): application/xml as Central sends F.xml. */
 export const xmlResponse = (body: string) =>
@@ -16,12 +19,14 @@ export const xmlResponse = (body: string) =>
 
 /**
  * Streams a stored blob as a download with ETag (the MD5, quoted) and 304 on a matching
- * If-None-Match. @throws Problem 404.1 when the store has lost the object.
+ * If-None-Match. `imageInline` (submission attachments, as Central) sends JPEG, PNG and GIF
+ * `inline` so the browser shows them. @throws Problem 404.1 when the store has lost the object.
  */
 export async function blobResponse(
   c: Context<AppEnv>,
   ctx: Ctx,
   file: { name: string; sha: string; md5: string; contentType: string },
+  opts: { imageInline?: boolean } = {},
 ): Promise<Response> {
   const etag = `"${file.md5}"`;
   const match = c.req.header('if-none-match');
@@ -32,7 +37,11 @@ export async function blobResponse(
   if (!stream) throw problems.user.notFound();
   return new Response(stream, {
     status: 200,
-    headers: { 'Content-Type': file.contentType, 'Content-Disposition': contentDisposition(file.name), ETag: etag },
+    headers: {
+      'Content-Type': file.contentType,
+      'Content-Disposition': contentDisposition(file.name, opts.imageInline && INLINE_IMAGE_TYPES.has(file.contentType) ? 'inline' : 'attachment'),
+      ETag: etag,
+    },
   });
 }
 

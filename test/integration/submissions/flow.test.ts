@@ -139,7 +139,8 @@ describe('Collect submits, edits; a manager reviews (real socket)', () => {
       const res = await bob(url);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('image/jpeg');
-      expect(res.headers.get('content-disposition')).toBe(`attachment; filename="${photo.name}"; filename*=UTF-8''${photo.name}`);
+      // Central shows JPEG, PNG and GIF submission attachments inline (lib/util/blob.js); other types download.
+      expect(res.headers.get('content-disposition')).toBe(`inline; filename="${photo.name}"; filename*=UTF-8''${photo.name}`);
       const etag = res.headers.get('etag');
       expect(etag).toBe(`"${md5(photo.bytes)}"`);
       expect(Buffer.from(await bytesOf(res)).equals(Buffer.from(photo.bytes))).toBe(true);
