@@ -31,11 +31,11 @@ async function expectProblem(res: Response, status: number, code: number): Promi
 }
 
 describe('GET /v1/projects', () => {
-  test('anonymous callers get [] with status 200', async () => {
+  test('anonymous callers get 401.2 (Central: every route but login needs authentication)', async () => {
     const h = await harness();
     const res = await h.get('/v1/projects');
-    expect(res.status).toBe(200);
-    expect(await json(res)).toEqual([]);
+    expect(res.status).toBe(401);
+    expect(await json(res)).toMatchObject({ code: 401.2 });
   });
 
   test('alice (site admin) sees every project, each with verbs', async () => {

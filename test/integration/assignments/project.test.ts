@@ -6,7 +6,7 @@ const ACTOR_KEYS = ['id', 'type', 'displayName', 'createdAt', 'updatedAt', 'dele
 const X = { headers: { 'X-Extended-Metadata': 'true' } };
 
 const roleId = async (h: Harness, system: string): Promise<number> =>
-  (await json<{ id: number }>(await h.get(`/v1/roles/${system}`))).id;
+  (await json<{ id: number }>(await h.get(`/v1/roles/${system}`, { as: 'alice' }))).id;
 
 const acteeIdOfActor = async (h: Harness, actorId: number): Promise<string> => {
   const [row] = await h.db.select().from(actors).where(eq(actors.id, actorId));
@@ -224,12 +224,13 @@ describe('unknown project: 404.1 before any rights check', () => {
     ['POST', '/assignments/viewer/:chelsea'],
     ['DELETE', '/assignments/viewer/:chelsea'],
     ['GET', '/forms/simple/assignments'],
-  ])('%s /v1/projects/999999%s → 404.1 for chelsea, bob and anonymous', async (method, suffix) => {
+  ])('%s /v1/projects/999999%s → 404.1 for chelsea and bob; anonymous 401.2 first (Central)', async (method, suffix) => {
     const h = await harness();
     const path = `/v1/projects/999999${suffix.replace(':chelsea', String(h.ids.chelsea))}`;
-    for (const as of ['chelsea', 'bob', 'anonymous'] as const) {
+    for (const as of ['chelsea', 'bob'] as const) {
       await expectProblem(await h.request(method, path, { as }), 404.1);
     }
+    await expectProblem(await h.request(method, path, { as: 'anonymous' }), 401.2);
   });
 
   test('a deleted project → 404.1', async () => {

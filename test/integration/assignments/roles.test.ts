@@ -7,9 +7,16 @@ const ROLE_KEYS = ['id', 'name', 'system', 'createdAt', 'updatedAt', 'verbs'];
 interface RoleJson { id: number; name: string; system: string; createdAt: string; updatedAt: string | null; verbs: string[] }
 
 describe('GET /v1/roles', () => {
-  test('is open to anonymous callers and lists the 8 system roles in their fixed order', async () => {
+  test('anonymous → 401.2 (Central requires authentication everywhere but login)', async () => {
     const h = await harness();
     const res = await h.get('/v1/roles');
+    expect(res.status).toBe(401);
+    expect(await json(res)).toMatchObject({ code: 401.2 });
+  });
+
+  test('lists the 8 system roles in their fixed order to anyone signed in', async () => {
+    const h = await harness();
+    const res = await h.get('/v1/roles', { as: 'chelsea' });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     const roles = await json<RoleJson[]>(res);
@@ -44,15 +51,15 @@ describe('GET /v1/roles', () => {
 describe('GET /v1/roles/:id', () => {
   test('by system name and by numeric id give the same role', async () => {
     const h = await harness();
-    const bySystem = await h.get('/v1/roles/admin');
+    const bySystem = await h.get('/v1/roles/admin', { as: 'chelsea' });
     expect(bySystem.status).toBe(200);
     const admin = await json<RoleJson>(bySystem);
     expect(Object.keys(admin)).toEqual(ROLE_KEYS);
     expect(admin).toMatchObject({ name: 'Administrator', system: 'admin' });
-    const byId = await h.get(`/v1/roles/${admin.id}`);
+    const byId = await h.get(`/v1/roles/${admin.id}`, { as: 'chelsea' });
     expect(byId.status).toBe(200);
     expect(await json(byId)).toEqual(admin);
-    const fromList = (await json<RoleJson[]>(await h.get('/v1/roles'))).find((r) => r.system === 'admin');
+    const fromList = (await json<RoleJson[]>(await h.get('/v1/roles', { as: 'chelsea' }))).find((r) => r.system === 'admin');
     expect(fromList).toEqual(admin);
   });
 
@@ -67,7 +74,7 @@ describe('GET /v1/roles/:id', () => {
 
   test.each(['nonexistent', '999999'])('unknown role %s → 404.1', async (id) => {
     const h = await harness();
-    const res = await h.get(`/v1/roles/${id}`);
+    const res = await h.get(`/v1/roles/${id}`, { as: 'chelsea' });
     expect(res.status).toBe(404);
     expect(await json(res)).toMatchObject({ code: 404.1 });
   });

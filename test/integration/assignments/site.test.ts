@@ -5,7 +5,7 @@ import { eq, harness, json, type Harness } from '../../helpers/harness';
 const ACTOR_KEYS = ['id', 'type', 'displayName', 'createdAt', 'updatedAt', 'deletedAt'];
 
 const roleId = async (h: Harness, system: string): Promise<number> =>
-  (await json<{ id: number }>(await h.get(`/v1/roles/${system}`))).id;
+  (await json<{ id: number }>(await h.get(`/v1/roles/${system}`, { as: 'alice' }))).id;
 
 const acteeIdOf = async (h: Harness, actorId: number): Promise<string> => {
   const [row] = await h.db.select().from(actors).where(eq(actors.id, actorId));
