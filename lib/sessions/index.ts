@@ -126,13 +126,18 @@ export async function endSession(ctx: Ctx, token: string): Promise<void> {
 
 /**
  * Ends the session the request authenticated with (DELETE /v1/sessions/current).
- * @throws Problem 404.1 when the request did not use a session (Basic auth); 401.2 when anonymous.
+ * @throws Problem 404.1 when the request did not use a session (Basic auth); 401.2 when anonymous;
+ *   403.1 for an App User (it may not end its own session, as Central: only its managers revoke it).
  * Effects: deletes that session row.
  */
 export async function endCurrentSession(ctx: Ctx): Promise<void> {
-  if (ctx.auth.actor == null) throw problems.user.authenticationFailed();
+  const actor = ctx.auth.actor;
+  if (actor == null) throw problems.user.authenticationFailed();
   const s = ctx.auth.session;
   if (s == null) throw problems.user.notFound();
+  if (actor.type !== 'user') {
+    await canOrReject(ctx, 'session.end', { acteeId: actor.acteeId, species: actor.type, parents: await acteeAncestors(ctx, actor.acteeId) });
+  }
   await ctx.db.delete(sessions).where(eq(sessions.tokenHash, s.tokenHash));
   forgetSessions(ctx);
 }

@@ -180,11 +180,14 @@ describe('App User properties', () => {
     expect((await h.patch(path, { as: 'alice', body: { properties: { region: 'x' } } })).status).toBe(200);
   });
 
-  test('an App User key shows its never-expiring session at /v1/key/{token}/sessions/restore', async () => {
+  test('an App User key shows its never-expiring session at /v1/key/{token}/sessions/restore, and may not end it', async () => {
     const h = await harness();
     const a = await createAppUser(h, { displayName: 'A' });
     const res = await h.get('/v1/sessions/restore', { as: { key: a.token } });
     expect(res.status).toBe(200);
     expect((await json(res)).expiresAt).toBe('9999-12-31T23:59:59.000Z');
+    expect(await json(await h.delete('/v1/sessions/current', { as: { key: a.token } }))).toEqual(FORBIDDEN);
+    expect((await h.delete(`/v1/sessions/${a.token}`, { as: { key: a.token } })).status).toBe(403);
+    expect((await h.get('/v1/sessions/restore', { as: { key: a.token } })).status).toBe(200);
   });
 });
