@@ -102,14 +102,24 @@ export async function authenticate(c: Context<AppEnv>, ctx: Ctx): Promise<void> 
   if (c.req.method === 'POST' && c.req.header('x-requested-with') !== 'XMLHttpRequest') {
     const sent = c.req.header('x-csrf-token') ?? (await csrfFromBody(c));
     if (sent == null || sent === '' || sent !== found.session.csrf) throw problems.user.authenticationFailed();
-  } else if (c.req.method === 'POST') {
+  } else if (c.req.method === 'POST' && (c.req.header('content-type') ?? '').includes('json')) {
     await csrfFromBody(c); // never let `__csrf` reach the verb as data
   }
   ctx.auth = { actor: found.actor, session: found.session, via: 'cookie' };
 }
 
 async function csrfFromBody(c: Context<AppEnv>): Promise<string | undefined> {
-  if (!(c.req.header('content-type') ?? '').includes('json')) return undefined;
+  const type = (c.req.header('content-type') ?? '').toLowerCase();
+  if (type.startsWith('application/x-www-form-urlencoded')) {
+    // The UI's decrypting export download is a plain HTML form POST carrying `__csrf` (Central
+    // parses it before authenticating). Hono caches the text, so the handler can still read it.
+    const declared = Number(c.req.header('content-length') ?? '0');
+    if (declared > c.var.ctx.config.MAX_JSON_BYTES) return undefined;
+    const text = await c.req.text();
+    if (text.length > c.var.ctx.config.MAX_JSON_BYTES) return undefined;
+    return new URLSearchParams(text).get('__csrf') ?? undefined;
+  }
+  if (!type.includes('json')) return undefined;
   const body = await peekJsonBody(c).catch(() => undefined);
   if (body == null || typeof body !== 'object') return undefined;
   const csrf = (body as Record<string, unknown>).__csrf;

@@ -141,6 +141,21 @@ describe('requests by cookie', () => {
     expect((await json(res)).xmlFormId).toBe('xrw');
   });
 
+  test('an HTML form POST (urlencoded, as the UI\'s decrypting download) proves itself with `__csrf` in its body', async () => {
+    const h = await harness();
+    const { b, body } = await loggedIn(h);
+    const post = (csrf: string) => fetch(`${b.base}/v1/projects/${h.projectId}/forms/none/submissions.csv`, {
+      method: 'POST', headers: { Cookie: b.cookieHeader()!, 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ __csrf: csrf, 1: 'a passphrase' }).toString(),
+    });
+    const wrong = await post('w'.repeat(64));
+    expect(wrong.status).toBe(401);
+    expect(await json(wrong)).toEqual(AUTH_FAILED);
+    // Authenticated: the form does not exist, so 404.1 (not 401).
+    const right = await post(body.csrf);
+    expect(right.status).toBe(404);
+  });
+
   test('PUT, PATCH and DELETE by cookie alone work, as the UI sends them (Central checks CSRF on POST only)', async () => {
     const h = await harness();
     const { b } = await loggedIn(h);
