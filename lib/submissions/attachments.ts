@@ -4,7 +4,8 @@ import { audit } from '../audits/log';
 import { storeBlob } from '../blobs';
 import { withTx, type Ctx } from '../context';
 import { attachmentContentType } from '../forms/attachments';
-import { canOnFormOrReject, getFormOrNotFound } from '../forms/queries';
+import { rejection, verbsOn } from '../authz/can';
+import { formActee, getFormOrNotFound } from '../forms/queries';
 import { problems } from '../problem';
 import { getSubmissionOrNotFound } from './queries';
 import { getVersionOrNotFound, loadReadable } from './versions';
@@ -57,15 +58,21 @@ export async function getAttachmentFile(ctx: Ctx, t: AttachmentTarget, name: str
  * S/attachments/{filename}, also draft), or clears one of an older version (DELETE
  * S/versions/{versionId}/attachments/{filename}); spec, Submission attachment states. Clearing
  * keeps the expected entry.
+ * Uploading also works for an actor holding only `submission.create` (a Data Collector, an App
+ * User, a public link filling the form in Web Forms), as Central: into its own submission, not
+ * edited since, for a file not yet received.
  * Effects: blob stored (rolled back with the transaction), row updated; audit
  * `submission.attachment.update` `{ instanceId, submissionDefId, name, oldBlobId, newBlobId }`.
  * @throws 404.1 unknown submission or a name the version does not expect; 401.2/403.1 without
- *   submission.update.
+ *   submission.update (or, uploading, submission.create and the conditions above).
  */
 export async function setAttachment(ctx: Ctx, t: AttachmentTarget, name: string, file: { bytes: Uint8Array; contentType: string | null } | null): Promise<void> {
   await withTx(ctx, async (tx) => {
     const f = await getFormOrNotFound(tx, t.projectId, t.xmlFormId);
-    await canOnFormOrReject(tx, 'submission.update', f);
+    const uploading = file != null && t.versionId == null;
+    const verbs = await verbsOn(tx, formActee(f));
+    const mayUpdate = tx.system || verbs.has('submission.update');
+    if (!mayUpdate && !(uploading && verbs.has('submission.create'))) throw rejection(tx);
     const current = await getSubmissionOrNotFound(tx, f, t.instanceId, t.draft);
     const sub = current.sub;
     const def = t.versionId == null ? current.def : (await getVersionOrNotFound(tx, sub.id, t.versionId)).def;
@@ -75,6 +82,11 @@ export async function setAttachment(ctx: Ctx, t: AttachmentTarget, name: string,
       .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, name)))
       .for('update');
     if (!row) throw problems.user.notFound();
+    if (!mayUpdate) {
+      // Central's rule for submission.create only: the submitter, the first version, a missing file.
+      const own = tx.auth.actor != null && def.submitterId === tx.auth.actor.id;
+      if (!own || row.blobId != null || def.instanceId !== sub.instanceId) throw problems.user.insufficientRights();
+    }
     const blob = file ? await storeBlob(tx, file.bytes, file.contentType) : null;
     await tx.db
       .update(submissionAttachments)

@@ -213,6 +213,38 @@ describe('filling a form through a public link', () => {
     expect(other.status).toBe(403);
   });
 
+  test('as Web Forms does: form attachments read and missing submission attachments uploaded with ?st=', async () => {
+    const h = await harness();
+    // A form with a media file, uploaded as a draft, then published.
+    const F = `/v1/projects/${h.projectId}/forms`;
+    expect((await h.post(F, { as: 'bob', body: fixture('forms/withAttachments.xml'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    expect((await h.post(`${F}/withAttachments/draft/attachments/goodone.csv`, { as: 'bob', body: 'a,b\n1,2\n', headers: { 'Content-Type': 'text/csv' } })).status).toBe(200);
+    expect((await h.post(`${F}/withAttachments/draft/publish`, { as: 'bob' })).status).toBe(200);
+    const attLink = await createLink(h, { displayName: 'att' }, 'withAttachments');
+    const got = await h.get(`${F}/withAttachments/attachments/goodone.csv?st=${encodeURIComponent(attLink.token!)}`);
+    expect(got.status).toBe(200);
+    expect(await got.text()).toBe('a,b\n1,2\n');
+
+    await publishForm(h, fixture('forms/binaryType.xml'));
+    const link = await createLink(h, { displayName: 'media' }, 'binaryType');
+    const st = encodeURIComponent(link.token!);
+    const created = await h.post(`${F}/binaryType/submissions?st=${st}&deviceID=web`, {
+      body: fixture('submissions/binaryType.both.xml'), headers: { 'Content-Type': 'text/xml', 'X-Requested-With': 'XMLHttpRequest' },
+    });
+    expect(created.status).toBe(200);
+    const upload = await h.post(`${F}/binaryType/submissions/both/attachments/here_is_file2.jpg?st=${st}`, {
+      body: 'jpeg bytes', headers: { 'Content-Type': 'image/jpeg', 'X-Requested-With': 'XMLHttpRequest' },
+    });
+    expect(upload.status, await upload.clone().text()).toBe(200);
+    // Once present, only submission.update holders may replace it.
+    const again = await h.post(`${F}/binaryType/submissions/both/attachments/here_is_file2.jpg?st=${st}`, {
+      body: 'other', headers: { 'Content-Type': 'image/jpeg' },
+    });
+    expect(again.status).toBe(403);
+    const atts = await json(await h.get(`${F}/binaryType/submissions/both/attachments`, { as: 'bob' }));
+    expect(atts).toEqual([{ name: 'here_is_file2.jpg', exists: true }, { name: 'my_file1.mp4', exists: false }]);
+  });
+
   test('a draft has no public ids; they are drawn at first publish and kept across versions', async () => {
     const h = await harness();
     const created = await json(await h.post(`/v1/projects/${h.projectId}/forms`, {
