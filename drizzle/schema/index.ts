@@ -19,3 +19,4 @@ export * from './blobs';
 export * from './user-preferences';
 export * from './actor-properties';
 export * from './public-links';
+export * from './config';

@@ -20,27 +20,32 @@ export const xmlResponse = (body: string) =>
 /**
  * Streams a stored blob as a download with ETag (the MD5, quoted) and 304 on a matching
  * If-None-Match. `imageInline` (submission attachments, as Central) sends JPEG, PNG and GIF
- * `inline` so the browser shows them. @throws Problem 404.1 when the store has lost the object.
+ * `inline` so the browser shows them. Without a `name` the disposition is a bare `attachment`
+ * (Central's config images); `cacheControl` adds that header. @throws Problem 404.1 when the store
+ * has lost the object.
  */
 export async function blobResponse(
   c: Context<AppEnv>,
   ctx: Ctx,
-  file: { name: string; sha: string; md5: string; contentType: string },
-  opts: { imageInline?: boolean } = {},
+  file: { name?: string; sha: string; md5: string; contentType: string },
+  opts: { imageInline?: boolean; cacheControl?: string } = {},
 ): Promise<Response> {
   const etag = `"${file.md5}"`;
+  const cache: Record<string, string> = opts.cacheControl ? { 'Cache-Control': opts.cacheControl, Vary: 'Accept-Encoding' } : {};
   const match = c.req.header('if-none-match');
   if (match != null && match.split(',').map((t) => t.trim().replace(/^W\//, '')).includes(etag)) {
-    return new Response(null, { status: 304, headers: { ETag: etag } });
+    return new Response(null, { status: 304, headers: { ETag: etag, ...cache } });
   }
   const stream = await ctx.blobs.get(file.sha);
   if (!stream) throw problems.user.notFound();
+  const disposition = opts.imageInline && INLINE_IMAGE_TYPES.has(file.contentType) ? 'inline' : 'attachment';
   return new Response(stream, {
     status: 200,
     headers: {
       'Content-Type': file.contentType,
-      'Content-Disposition': contentDisposition(file.name, opts.imageInline && INLINE_IMAGE_TYPES.has(file.contentType) ? 'inline' : 'attachment'),
+      'Content-Disposition': file.name == null ? disposition : contentDisposition(file.name, disposition),
       ETag: etag,
+      ...cache,
     },
   });
 }

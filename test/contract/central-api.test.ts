@@ -25,7 +25,6 @@ const deferred: Array<[RegExp, string]> = [
   [/\.geojson$/, 'GeoJSON (not in the spec table; a later issue)'],
   [/submissions\.geojson/, 'GeoJSON (a later issue)'],
   [/\/datasets/, 'entities and datasets (entities issue)'],
-  [/^(POST|DELETE) \/v1\/config\//, 'setting server configuration (read-only until configuration is stored)'],
 ];
 
 /** A regex for a Hono route path: `:name{re}` keeps its pattern, `:name` is one segment. */
