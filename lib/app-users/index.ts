@@ -23,6 +23,7 @@ const appUserJson = (a: ActorRow, k: Pick<FieldKeyRow, 'projectId' | 'token'>): 
   token: k.token,
 });
 
+/** POST P/app-users body: a displayName (trimmed, 1–255 characters); `properties` is read separately. */
 export const CreateAppUserInput = z.object({ displayName: z.string().trim().min(1).max(255) });
 
 const fieldKeyActee = (a: Pick<ActorRow, 'acteeId'>, projectActeeId: string): ActeeRef => ({

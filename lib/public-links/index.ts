@@ -25,6 +25,7 @@ export type PublicLinkJson = { once: boolean | null } & ActorJson & { token: str
 /** Extended public link JSON: adds createdBy (Actor) and properties (`{ name: value }`, or null). */
 export type ExtendedPublicLinkJson = PublicLinkJson & { createdBy: ActorJson; properties: ActorPropertiesJson };
 
+/** POST F/public-links body: a displayName (trimmed, 1–255 characters) and `once` (boolean, optional). */
 export const CreatePublicLinkInput = z.object({
   displayName: z.string().trim().min(1).max(255),
   once: z.boolean().nullish(),
