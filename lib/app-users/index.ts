@@ -33,7 +33,7 @@ const fieldKeyActee = (a: Pick<ActorRow, 'acteeId'>, projectActeeId: string): Ac
 /** Extended App User JSON: createdBy, lastUsed (last submission by it, or null), properties (or null). */
 export type ExtendedAppUserJson = AppUserJson & { createdBy: ActorJson; lastUsed: string | null; properties: ActorPropertiesJson };
 
-/** App Users of a project matching `where`, in Central's order: with a token first, newest first. */
+/** Live App Users of a project (or the one with `actorId`), in Central's order: with a token first, newest first. */
 async function selectAppUsers(ctx: Ctx, projectId: number, actorId?: number) {
   const creator = alias(actors, 'creator');
   return ctx.db
