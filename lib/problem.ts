@@ -29,6 +29,13 @@ export class Problem extends Error {
 const join = (xs: unknown[]) => xs.map(String).join(',');
 
 /** Problem factories by Central's names. Each returns (never throws) a Problem. */
+/** A value as Central's messages print it (Node's util.inspect for scalars: 'text', null, undefined). */
+function inspectValue(v: unknown): string {
+  if (v === undefined) return 'undefined';
+  if (typeof v === 'string') return `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  return JSON.stringify(v) ?? String(v);
+}
+
 export const problems = {
   user: {
     unparseable: (d: { format: string; rawLength: number }) =>
@@ -46,7 +53,7 @@ export const problems = {
       new Problem(
         400.3,
         `Required parameters missing. Expected (${d.expected.join(', ')}), got (${d.expected
-          .map((k) => `${k}: ${d.got[k] === undefined ? 'undefined' : JSON.stringify(d.got[k])}`)
+          .map((k) => `${k}: ${inspectValue(d.got[k])}`)
           .join(', ')}).`,
         d,
       ),

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { deleteCookie, setCookie } from 'hono/cookie';
+import { setCookie } from 'hono/cookie';
 import type { SessionJson } from '../sessions';
 import type { AppEnv } from './app';
 import { CSRF_COOKIE, isHttps, PLAIN_SESSION_COOKIE, SESSION_COOKIE } from './auth';
@@ -20,9 +20,15 @@ export function setSessionCookies(c: Context<AppEnv>, session: SessionJson): voi
   setCookie(c, CSRF_COOKIE, session.csrf, { path: '/', expires, secure, sameSite: 'Strict' });
 }
 
-/** Clears the session cookies of this scheme and the CSRF cookie (logout). */
+/**
+ * Clears the session cookie of this scheme and the CSRF cookie (logout), in Central's form
+ * (`=null; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT`). Central marks both Secure even over
+ * plain HTTP, where a browser then ignores the clearing; Fieldbase sets Secure only over HTTPS, so
+ * the browser really forgets them (README, differences from Central).
+ */
 export function clearSessionCookies(c: Context<AppEnv>): void {
   const secure = isHttps(c, c.var.ctx);
-  deleteCookie(c, secure ? SESSION_COOKIE : PLAIN_SESSION_COOKIE, { path: '/', secure, httpOnly: true, sameSite: 'Strict' });
-  deleteCookie(c, CSRF_COOKIE, { path: '/', secure, sameSite: 'Strict' });
+  const gone = { path: '/', expires: new Date(0), secure, sameSite: 'Strict' } as const;
+  setCookie(c, secure ? SESSION_COOKIE : PLAIN_SESSION_COOKIE, 'null', { ...gone, httpOnly: true });
+  setCookie(c, CSRF_COOKIE, 'null', gone);
 }

@@ -79,17 +79,21 @@ export const LoginInput = z.object({ email: z.string(), password: z.string() });
  * Logs a web user in (POST /v1/sessions).
  * @param body `{ email, password }` as sent.
  * @returns SessionJson. Effects: a sessions row; audit `user.session.create` `{ userAgent }`.
- * @throws Problem 400.3 when email or password is missing; 401.2 on any wrong credential (never
+ * @throws Problem 400.3 when email or password is missing, null or empty; 400.11 when the email is
+ *   not a string; 401.2 on any wrong credential, a password that is not a string included (never
  *   saying which part).
  */
 export async function logIn(ctx: Ctx, body: unknown, userAgent: string | null): Promise<SessionJson> {
   const raw = (body != null && typeof body === 'object' ? body : {}) as Record<string, unknown>;
   if (raw.email == null || raw.password == null || raw.email === '' || raw.password === '') {
     const got: Record<string, unknown> = {};
-    if (raw.email != null) got.email = raw.email;
-    if (raw.password != null) got.password = raw.password;
+    if (raw.email !== undefined) got.email = raw.email;
+    if (raw.password !== undefined) got.password = raw.password;
     throw problems.user.missingParameters({ expected: ['email', 'password'], got });
   }
+  // Central: an email of another type is a 400.11; a password of another type simply fails.
+  if (typeof raw.email !== 'string') throw problems.user.invalidDataTypeOfParameter({ field: 'email', expected: 'string' });
+  if (typeof raw.password !== 'string') throw problems.user.authenticationFailed();
   const { email, password } = parseInput(LoginInput, raw);
   const user = await verifyUserPassword(ctx, email, password);
   if (!user) throw problems.user.authenticationFailed();

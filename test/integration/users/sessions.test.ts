@@ -24,6 +24,21 @@ async function logIn(h: Harness, who: keyof typeof fixtureUsers = 'chelsea', hea
 }
 
 describe('POST /v1/sessions', () => {
+  test.each([
+    ['password undefined', { email: 'chelsea@getodk.org' }, 400, "Required parameters missing. Expected (email, password), got (email: 'chelsea@getodk.org', password: undefined)."],
+    ['password null', { email: 'chelsea@getodk.org', password: null }, 400, "Required parameters missing. Expected (email, password), got (email: 'chelsea@getodk.org', password: null)."],
+    ['password empty', { email: 'chelsea@getodk.org', password: '' }, 400, "Required parameters missing. Expected (email, password), got (email: 'chelsea@getodk.org', password: '')."],
+    ['password a number', { email: 'chelsea@getodk.org', password: 123 }, 401, 'Could not authenticate with the provided credentials.'],
+    ['password an object', { email: 'chelsea@getodk.org', password: {} }, 401, 'Could not authenticate with the provided credentials.'],
+    ['email null', { email: null, password: 'n/a' }, 400, "Required parameters missing. Expected (email, password), got (email: null, password: 'n/a')."],
+    ['email an array', { email: [], password: 'n/a' }, 400, 'Invalid input data type: expected (email) to be (string)'],
+  ])('bad credentials as Central words them: %s', async (_, body, status, message) => {
+    const h = await harness();
+    const res = await h.post('/v1/sessions', { body });
+    expect(res.status).toBe(status);
+    expect((await json(res)).message).toBe(message);
+  });
+
   test('logs in: session JSON, cookies, audit user.session.create', async () => {
     const h = await harness();
     const before = Date.now();
