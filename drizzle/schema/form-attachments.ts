@@ -1,6 +1,7 @@
 import { integer, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
 import { ts } from './_columns';
 import { blobs } from './blobs';
+import { datasets } from './datasets';
 import { formDefs } from './form-defs';
 import { forms } from './forms';
 
@@ -13,8 +14,8 @@ export const formAttachments = pgTable('form_attachments', {
   blobId: integer('blob_id').references(() => blobs.id),
   /** The Content-Type given at upload, served back on download. */
   contentType: text('content_type'),
-  /** Linked entity list (entities issue). */
-  datasetId: integer('dataset_id'),
+  /** Linked entity list: the form gets the Dataset's entities as this CSV. */
+  datasetId: integer('dataset_id').references(() => datasets.id),
   updatedAt: ts('updated_at'),
 }, (t) => [primaryKey({ name: 'form_attachments_pkey', columns: [t.formDefId, t.name] })]);
 

@@ -20,3 +20,6 @@ export * from './user-preferences';
 export * from './actor-properties';
 export * from './public-links';
 export * from './config';
+export * from './datasets';
+export * from './entities';
+export * from './jobs';

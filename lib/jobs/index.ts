@@ -1,0 +1,139 @@
+/**
+ * Deferred work between domains (DESIGN, "Reactions between domains"). A lower domain records a
+ * job in its own transaction (`enqueueJob`); the domain that reacts registers a handler for the
+ * job's action (`registerJobHandler`, e.g. lib/entities for `submission.entities`). `runJobs` runs
+ * pending jobs right after the request's commit (Node, Lambda: in the request), and `drainJobs` is
+ * the scheduled sweep (`npm run cli -- jobs`, the local server's timer) so nothing is lost when a
+ * process dies. This module imports no domain: handlers come to it.
+ *
+ * Pending jobs: `select count(*) from jobs where done_at is null` (the conformance harness's
+ * QUEUE_PENDING_SQL).
+ */
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { jobs } from '../../drizzle/schema';
+import { withTx, type Ctx } from '../context';
+
+/** A handler runs inside the job's transaction; throwing rolls its work back and retries later. */
+export type JobHandler = (tx: Ctx, payload: Record<string, unknown>) => Promise<void>;
+
+const handlers = new Map<string, JobHandler>();
+
+/** Jobs enqueued in each open transaction (keyed by its state object), for `withJobs`. */
+const enqueued = new WeakMap<object, number[]>();
+
+/** Attempts before a job that keeps failing is given up (marked done with its last error). */
+const MAX_ATTEMPTS = 3;
+
+/**
+ * Registers the handler for one job action (once per process; a second registration replaces
+ * the first). Effects: in-memory registry only.
+ */
+export function registerJobHandler(action: string, handler: JobHandler): void {
+  handlers.set(action, handler);
+}
+
+/** Whether a handler is registered for `action` in this process (bundle). Pure read. */
+export const hasJobHandler = (action: string): boolean => handlers.has(action);
+
+/**
+ * Records a job in the caller's transaction, to run once it commits.
+ * @param payload JSON the handler receives. @returns the job id.
+ * Effects: inserts into `jobs`; on commit the caller should `runJobs` (see `runJobsAfter`).
+ */
+export async function enqueueJob(tx: Ctx, action: string, payload: Record<string, unknown>): Promise<number> {
+  const [row] = await tx.db.insert(jobs).values({ action, payload }).returning({ id: jobs.id });
+  if (tx.tx) {
+    const list = enqueued.get(tx.tx) ?? [];
+    list.push(row!.id);
+    enqueued.set(tx.tx, list);
+  }
+  return row!.id;
+}
+
+/**
+ * Runs a verb that may enqueue jobs, then, once its transaction committed, runs those jobs before
+ * returning (in the request, as DESIGN asks for Node and Lambda). A job whose handler is not in
+ * this bundle, or that fails, stays for the drain. Errors of the jobs never reach the caller.
+ * @returns what `fn` returned. Effects: those of `fn` and of the job handlers.
+ */
+export async function withJobs<T>(ctx: Ctx, fn: (tx: Ctx) => Promise<T>): Promise<T> {
+  if (ctx.tx) return fn(ctx); // an outer transaction owns the commit; its owner runs the jobs
+  let ids: number[] = [];
+  const result = await withTx(ctx, async (tx) => {
+    const out = await fn(tx);
+    ids = (tx.tx && enqueued.get(tx.tx)) ?? [];
+    return out;
+  });
+  if (ids.length > 0) await runJobs(ctx, ids);
+  return result;
+}
+
+/**
+ * Runs the given pending jobs (or, without ids, up to `limit` of the oldest pending ones), each in
+ * its own transaction that locks the job row (`for update skip locked`), so two processes never run
+ * one job twice. A handler error rolls back its work and counts an attempt; after three the job is
+ * marked done with its error. Jobs without a handler here are left pending.
+ * @returns how many jobs completed. Effects: the handlers'; `jobs` rows updated.
+ */
+export async function runJobs(ctx: Ctx, ids?: number[], limit = 100): Promise<number> {
+  const root: Ctx = { ...ctx, tx: undefined };
+  const candidates = ids ?? (await root.db
+    .select({ id: jobs.id })
+    .from(jobs)
+    .where(and(isNull(jobs.doneAt), inArray(jobs.action, [...handlers.keys(), ''])))
+    .orderBy(asc(jobs.id))
+    .limit(limit)).map((r) => r.id);
+  let done = 0;
+  for (const id of candidates) {
+    let failure: unknown = null;
+    let ran = false;
+    try {
+      await withTx(root, async (tx) => {
+        const [job] = await tx.db.select().from(jobs)
+          .where(and(eq(jobs.id, id), isNull(jobs.doneAt)))
+          .for('update', { skipLocked: true });
+        if (!job) return;
+        const handler = handlers.get(job.action);
+        if (!handler) return;
+        await handler(tx, job.payload);
+        await tx.db.update(jobs).set({ doneAt: new Date(), attempts: sql`${jobs.attempts} + 1` }).where(eq(jobs.id, id));
+        ran = true;
+      });
+    } catch (err) {
+      failure = err;
+    }
+    if (ran) done += 1;
+    if (failure != null) {
+      ctx.log.error('job failed', { err: failure, jobId: id, requestId: ctx.requestId });
+      const message = failure instanceof Error ? failure.message : String(failure);
+      await root.db.update(jobs)
+        .set({
+          attempts: sql`${jobs.attempts} + 1`,
+          lastError: message,
+          doneAt: sql`case when ${jobs.attempts} + 1 >= ${MAX_ATTEMPTS} then now() else null end`,
+        })
+        .where(eq(jobs.id, id))
+        .catch(() => {});
+    }
+  }
+  return done;
+}
+
+/**
+ * The scheduled sweep: runs pending jobs (those with a handler in this process) until none is
+ * left or a pass makes no progress. @returns jobs completed. Effects: those of `runJobs`.
+ */
+export async function drainJobs(ctx: Ctx): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const n = await runJobs(ctx);
+    total += n;
+    if (n === 0) return total;
+  }
+}
+
+/** Pending jobs (not done), e.g. for a health check. Reads only. */
+export async function countPendingJobs(ctx: Ctx): Promise<number> {
+  const [row] = await ctx.db.select({ n: sql<number>`count(*)::int` }).from(jobs).where(isNull(jobs.doneAt));
+  return row?.n ?? 0;
+}
