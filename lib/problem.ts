@@ -61,8 +61,10 @@ export const problems = {
       new Problem(400.6, `An expected header field (${d.field}) did not match the expected format.`, d),
     unexpectedValue: (d: { field: string; value: unknown; reason: string }) =>
       new Problem(400.8, `Unexpected ${d.field} value ${String(d.value)}; ${d.reason}`, d),
-    invalidDataTypeOfParameter: (d: { field: string; expected: string }) =>
-      new Problem(400.11, `Invalid input data type: expected (${d.field}) to be (${d.expected})`, d),
+    invalidDataTypeOfParameter: (d: { field?: string; value?: unknown; expected: string }) =>
+      new Problem(400.11, `Invalid input data type: expected ${d.field != null ? `(${d.field})` : `"${String(d.value)}"`} to be (${d.expected})`, d),
+    valueOutOfRangeForType: (d: { value: string; type: string }) =>
+      new Problem(400.22, `Provided value '${d.value}' is out of range for type '${d.type}'`, d),
     keyDoesNotExist: (d: { field: string; value: unknown; table: string }) =>
       new Problem(400.14, `The given ${d.field} ${String(d.value)} for ${d.table} does not exist.`, d),
     passwordTooShort: () =>

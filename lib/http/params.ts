@@ -3,17 +3,20 @@ import { problems } from '../problem';
 import type { AppEnv } from './app';
 
 /**
- * A numeric path id (`:projectId`, `:actorId`, `:id`). Junk (not a positive integer) can match no
- * row, so it answers 404.1 as Central does for an id that does not exist.
- * @throws Problem 404.1.
+ * A numeric path id (`:projectId`, `:actorId`, `:id`), checked before any query as PostgreSQL
+ * checks Central's integer columns: not an integer → 400.11 (`expected "1a" to be (type integer)`),
+ * beyond a 32-bit integer → 400.22. An id that fits but names nothing is the verb's 404.1.
+ * @throws Problem 400.11, 400.22.
  */
 export function intParam(c: Context<AppEnv>, name: string): number {
   const raw = c.req.param(name) ?? '';
-  if (!/^\d{1,15}$/.test(raw)) throw problems.user.notFound();
-  return Number(raw);
+  if (!/^[+-]?\d{1,100}$/.test(raw.trim())) throw problems.user.invalidDataTypeOfParameter({ value: raw, expected: 'type integer' });
+  const n = Number(raw.trim());
+  if (n > 2_147_483_647 || n < -2_147_483_648) throw problems.user.valueOutOfRangeForType({ value: raw.trim(), type: 'integer' });
+  return n;
 }
 
-/** The `:projectId` path parameter. @throws Problem 404.1 when it is not a number. */
+/** The `:projectId` path parameter. @throws Problem 400.11 / 400.22 when it is not a 32-bit integer. */
 export const projectId = (c: Context<AppEnv>) => intParam(c, 'projectId');
 
 /** A string path parameter, percent-decoded by Hono. @throws Problem 404.1 when absent. */

@@ -215,11 +215,15 @@ describe('GET /v1/projects/:id', () => {
     await expectProblem(await h.get(`/v1/projects/${other.id}`, { as: 'bob' }), 403, 403.1);
   });
 
-  test('unknown and junk ids: 404.1', async () => {
+  test('unknown ids: 404.1; junk 400.11 and too big or small 400.22, as Central (projects.js)', async () => {
     const h = await harness();
-    for (const id of ['999999999', 'abc', '1.5', '-1', '99999999999999999999']) {
+    for (const id of ['999999999', '-1']) {
       const body = await expectProblem(await h.get(`/v1/projects/${id}`, { as: 'alice' }), 404, 404.1);
       expect(body).toEqual({ message: 'Could not find the resource you were looking for.', code: 404.1 });
+    }
+    for (const id of ['1a', 'abc', '1.5']) await expectProblem(await h.get(`/v1/projects/${id}`, { as: 'alice' }), 400, 400.11);
+    for (const id of ['10000000000', '-10000000000', '99999999999999999999']) {
+      await expectProblem(await h.get(`/v1/projects/${id}`, { as: 'alice' }), 400, 400.22);
     }
   });
 

@@ -209,13 +209,21 @@ describe('GET /v1/users/:id', () => {
     expect(await json(res)).toMatchObject({ id: h.ids.bob, email: fixtureUsers.bob.email, displayName: 'bob' });
   });
 
-  test('unknown and junk ids → 404.1', async () => {
+  test('unknown ids → 404.1; not an integer → 400.11; beyond 32 bits → 400.22 (Central, from PostgreSQL)', async () => {
     const h = await harness();
-    for (const id of ['999999', 'abc', '-1', '1.5']) {
+    for (const id of ['999999', '-1']) {
       const res = await h.get(`/v1/users/${id}`, { as: 'alice' });
       expect(res.status, id).toBe(404);
       expect(await json(res)).toEqual(NOT_FOUND);
     }
+    for (const id of ['abc', '1.5']) {
+      const res = await h.get(`/v1/users/${id}`, { as: 'alice' });
+      expect(res.status, id).toBe(400);
+      expect(await json(res)).toMatchObject({ code: 400.11, message: `Invalid input data type: expected "${id}" to be (type integer)` });
+    }
+    const big = await h.get('/v1/users/1099511627776', { as: 'alice' });
+    expect(big.status).toBe(400);
+    expect(await json(big)).toMatchObject({ code: 400.22, message: "Provided value '1099511627776' is out of range for type 'integer'" });
   });
 });
 
