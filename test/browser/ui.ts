@@ -193,6 +193,13 @@ export function browserSuite(): Suite {
   });
   beforeEach((ctx) => {
     for (const u of users) u.reset();
+    if (process.env.FIELDBASE_BROWSER_REPORT) {
+      // Debugging aid: the record of every test, passed or not.
+      ctx.onTestFinished(async () => {
+        const parts = await Promise.all(users.map((u) => u.report()));
+        console.log(`[browser] ${ctx.task.name}\n${parts.filter(Boolean).join('\n')}`);
+      });
+    }
     ctx.onTestFailed(async () => {
       mkdirSync(server.artifacts, { recursive: true });
       const name = ctx.task.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 80);
