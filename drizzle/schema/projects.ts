@@ -1,6 +1,7 @@
 import { boolean, integer, pgTable, text } from 'drizzle-orm/pg-core';
 import { lifecycle } from './_columns';
 import { actees } from './actees';
+import { keys } from './keys';
 
 /** A project partitions forms, submissions, datasets and App Users. Deleting is soft. */
 export const projects = pgTable('projects', {
@@ -9,8 +10,8 @@ export const projects = pgTable('projects', {
   description: text('description'),
   /** null is the same as false (spec, Project). */
   archived: boolean('archived'),
-  /** Managed encryption key id; set by POST P/key (a later issue). */
-  keyId: integer('key_id'),
+  /** The managed encryption key (POST P/key); null while managed encryption is off. */
+  keyId: integer('key_id').references(() => keys.id),
   acteeId: text('actee_id').notNull().references(() => actees.id),
   ...lifecycle,
 });

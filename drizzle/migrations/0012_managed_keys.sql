@@ -1,0 +1,2 @@
+ALTER TABLE "keys" ADD COLUMN "private" jsonb;--> statement-breakpoint
+ALTER TABLE "projects" ADD CONSTRAINT "projects_key_id_keys_id_fk" FOREIGN KEY ("key_id") REFERENCES "public"."keys"("id") ON DELETE no action ON UPDATE no action;
