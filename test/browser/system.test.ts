@@ -1,7 +1,9 @@
 /**
  * System pages in Central's web UI: the server audit log, the Customization settings page (login
- * page title and description), and logging out (the session ends on the server).
+ * page title, description and logo), and logging out (the session ends on the server).
  */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
 import { unique } from './api';
 import { browserSuite } from './ui';
@@ -42,9 +44,20 @@ describe('System', () => {
     const visitor = await s.newUser();
     await visitor.goto('/');
     await expect.poll(() => visitor.page.locator('#account-login h1').innerText()).toBe(title);
+
+    // The logo: an image file chosen on the same page.
+    const png = new URL('../../../shared/central-frontend/dist/favicon-32x32.png', import.meta.url);
+    const uploaded = ui.waitForApi('POST', /^\/v1\/config\/logo$/);
+    await ui.page.locator('#config-login-edit .config-login-file-select input[type=file]').first().setInputFiles(fileURLToPath(png));
+    expect((await uploaded).status()).toBe(200);
+    expect(await s.api.get('/v1/config/public')).toMatchObject({ logo: { key: 'logo', blobExists: true } });
+    const logo = await fetch(`${s.server.base}/v1/config/public/logo`);
+    expect(logo.headers.get('content-type')).toBe('image/png');
+    expect(Buffer.from(await logo.arrayBuffer()).equals(readFileSync(png))).toBe(true);
     await ui.clean();
     // Back to the default for the other tests.
     await s.api.ok('DELETE', '/v1/config/login-appearance');
+    await s.api.ok('DELETE', '/v1/config/logo');
   });
 
   test('logout ends the session', async () => {
