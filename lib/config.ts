@@ -53,6 +53,21 @@ export const ConfigSchema = z.object({
   PUBLIC_URL: opt(z.string().url().transform((u) => u.replace(/\/+$/, ''))),
   /** A built central-frontend folder the local server also serves (infra/local/ui.ts); unset: API only. */
   UI_DIR: opt(z.string().min(1)),
+  /**
+   * SMTP server for account mail (invitations, password resets, change notices). Unset: the local
+   * server writes each message as an .eml file under DATA_DIR/mail and logs its path; Workers and
+   * Lambda log a warning instead.
+   */
+  EMAIL_HOST: opt(z.string().min(1)),
+  /** SMTP port; unset: 465 with EMAIL_SECURE, else 587. */
+  EMAIL_PORT: opt(z.coerce.number().int().min(1).max(65535)),
+  /** TLS from the first byte (port 465). Off: plain SMTP upgraded with STARTTLS when the server offers it. */
+  EMAIL_SECURE: z.preprocess(blankToUndefined, bool.default(false)),
+  /** SMTP login; set with EMAIL_PASSWORD, or neither for a relay that needs none. */
+  EMAIL_USER: opt(z.string().min(1)),
+  EMAIL_PASSWORD: opt(z.string().min(1)),
+  /** Sender address (`Name <addr>` allowed); unset: no-reply@ the PUBLIC_URL host, else no-reply@localhost. */
+  EMAIL_FROM: opt(z.string().min(3)),
   LOG_LEVEL: z.preprocess(blankToUndefined, z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info')),
   /** Largest binary upload (form definitions, attachments), bytes: OpenRosa's advertised 100 MB. */
   MAX_UPLOAD_BYTES: z.preprocess(blankToUndefined, z.coerce.number().int().positive().default(100_000_000)),
@@ -76,7 +91,8 @@ export class ConfigError extends Error {
  * Parses settings from an environment-like record (process.env, a Workers env, a test object).
  * @returns the typed Config with defaults applied.
  * @throws ConfigError naming every invalid variable (start-up fails; never a Problem).
- * Also rejects a half-configured S3 store (S3_BUCKET without both credentials, or the reverse).
+ * Also rejects a half-configured S3 store (S3_BUCKET without both credentials, or the reverse) and
+ * half-configured SMTP (EMAIL_USER without EMAIL_PASSWORD, or SMTP settings without EMAIL_HOST).
  */
 export function parseConfig(source: Record<string, unknown>): Config {
   const result = ConfigSchema.safeParse(source);
@@ -105,6 +121,17 @@ export function parseConfig(source: Record<string, unknown>): Config {
         message: 'ADMIN_EMAIL and ADMIN_PASSWORD must be set together',
       },
     ]);
+  }
+  if ((c.EMAIL_USER == null) !== (c.EMAIL_PASSWORD == null)) {
+    throw new ConfigError([
+      {
+        variable: c.EMAIL_USER == null ? 'EMAIL_USER' : 'EMAIL_PASSWORD',
+        message: 'EMAIL_USER and EMAIL_PASSWORD must be set together',
+      },
+    ]);
+  }
+  if (c.EMAIL_HOST == null && (c.EMAIL_PORT != null || c.EMAIL_USER != null)) {
+    throw new ConfigError([{ variable: 'EMAIL_HOST', message: 'required when EMAIL_PORT or EMAIL_USER is given' }]);
   }
   return c;
 }

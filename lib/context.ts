@@ -2,6 +2,7 @@ import type { Config } from './config';
 import type { Db } from './db/client';
 import type { BlobStore } from './blobs/store';
 import type { Logger } from './log';
+import type { Mailer } from './mail';
 
 /** The authenticated party of a request (an `actors` row, with the fields rights checks need). */
 export interface Actor {
@@ -43,6 +44,11 @@ export interface Deps {
   deflateRaw?: () => { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> };
   /** Native CRC-32 (`crc32(data, previous)`, Node's zlib), for ZIP entries; absent: computed in JavaScript. */
   crc32?: (data: Uint8Array, value: number) => number;
+  /**
+   * Outgoing mail (lib/mail): SMTP when EMAIL_HOST is set, else .eml files under DATA_DIR/mail on the
+   * local server. Absent (Workers, Lambda without EMAIL_HOST, tests): messages are logged, not sent.
+   */
+  mailer?: Mailer;
 }
 
 interface TxState {

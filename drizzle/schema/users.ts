@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { boolean, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { ts } from './_columns';
 import { actors } from './actors';
 
 /** Web users: an actor of type 'user' with an email and a bcrypt password hash. */
@@ -10,6 +11,8 @@ export const users = pgTable('users', {
   passwordHash: text('password_hash'),
   /** Mirrors actors.deleted_at so that only live users reserve an email (Central's (email, deleted) key). */
   deleted: boolean('deleted').notNull().default(false),
+  /** Set by each login through POST /v1/sessions (Central's lastLoginAt); null until the first. */
+  lastLoginAt: ts('last_login_at'),
 }, (t) => [
   uniqueIndex('users_email_live').on(sql`lower(${t.email})`).where(sql`${t.deleted} = false`),
 ]);

@@ -8,7 +8,7 @@ let shared: Promise<Deps> | null = null;
 
 /** Deps shared by every invocation of one Lambda instance (a pooled postgres.js client). */
 function lambdaDeps(): Promise<Deps> {
-  shared ??= createNodeDeps(loadConfig(processEnv()));
+  shared ??= createNodeDeps(loadConfig(processEnv()), { mailOutbox: false });
   return shared;
 }
 

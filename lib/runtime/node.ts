@@ -15,6 +15,7 @@ import type { Db } from '../db/client';
 import { createLogger } from '../log';
 import { syncSystemRoles } from '../roles';
 import { createFsBlobStore } from './fs-blobs';
+import { nodeMailer } from './mail';
 
 export const migrationsFolder = fileURLToPath(new URL('../../drizzle/migrations', import.meta.url));
 
@@ -51,7 +52,9 @@ export async function openDatabase(config: Config, opts: { pgliteDir?: string } 
   const { PGlite } = await import('@electric-sql/pglite');
   const { drizzle: drizzlePglite } = await import('drizzle-orm/pglite');
   const { migrate: migratePglite } = await import('drizzle-orm/pglite/migrator');
-  const client = new PGlite(dir.startsWith('memory://') ? dir : resolve(dir));
+  // pg_trgm: user search ranks by trigram similarity (migration 0013), as Central.
+  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
+  const client = new PGlite(dir.startsWith('memory://') ? dir : resolve(dir), { extensions: { pg_trgm } });
   await client.exec("set time zone 'UTC'");
   const db = drizzlePglite(client, { schema }) as unknown as Db;
   return {
@@ -80,9 +83,14 @@ export const nativeDeflateRaw = () =>
 
 /**
  * Everything a Node process (local server, CLI, Lambda) needs, built once.
+ * @param opts.mailOutbox without EMAIL_HOST, write mail as .eml files in DATA_DIR/mail (default true;
+ *   Lambda passes false: its disk is not kept, so mail is only logged there).
  * @returns Deps plus the database handle (to migrate and close).
  */
-export async function createNodeDeps(config: Config): Promise<Deps & { database: NodeDatabase }> {
+export async function createNodeDeps(config: Config, opts: { mailOutbox?: boolean } = {}): Promise<Deps & { database: NodeDatabase }> {
   const database = await openDatabase(config);
-  return { db: database.db, blobs: openBlobStore(config), config, log: createLogger(config.LOG_LEVEL), database, deflateRaw: nativeDeflateRaw, crc32: zlibCrc32 };
+  const log = createLogger(config.LOG_LEVEL);
+  const mailer = nodeMailer(config, { outbox: opts.mailOutbox ?? true });
+  if (!mailer) log.warn('no mail transport is configured (EMAIL_HOST): account mail will be logged, not sent');
+  return { db: database.db, blobs: openBlobStore(config), config, log, database, deflateRaw: nativeDeflateRaw, crc32: zlibCrc32, mailer };
 }

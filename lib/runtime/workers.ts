@@ -10,7 +10,8 @@ import { loadConfig } from './env';
 /**
  * Builds Deps for one Workers request from its bindings: PostgreSQL through the Hyperdrive binding
  * (`HYPERDRIVE.connectionString`) or DATABASE_URL, and the S3 blob store (R2's S3 API or any S3).
- * Workers have no file system, so PGlite and the file blob store are not available there.
+ * Workers have no file system, so PGlite and the file blob store are not available there; nor is
+ * SMTP mail (no mailer: lib/mail logs each message as a warning).
  * @returns the deps and `done`, which closes the request's database client (run it in waitUntil).
  * @throws ConfigError when settings are invalid or no database/bucket is configured.
  */
@@ -23,5 +24,7 @@ export function createWorkerDeps(env: Record<string, unknown>): { deps: Deps; do
   const client = postgres(config.DATABASE_URL, { max: 1, fetch_types: false, prepare: false, connection: { TimeZone: 'UTC' } });
   const db = drizzle(client, { schema }) as unknown as Db;
   const blobs = s3BlobStoreFromConfig(config);
+  // No SMTP client here yet (nodemailer needs Node sockets): account mail is logged as a warning
+  // by lib/mail sendAfterCommit, with or without EMAIL_HOST.
   return { deps: { db, blobs, config, log: createLogger(config.LOG_LEVEL) }, done: () => client.end({ timeout: 5 }) };
 }
