@@ -3,7 +3,7 @@
  * "What's new" modal whose dismissal is saved as a user preference.
  */
 import { describe, expect, test } from 'vitest';
-import { simpleSubmission, unique } from './api';
+import { Api, simpleSubmission, unique } from './api';
 import { browserSuite } from './ui';
 
 const s = browserSuite();
@@ -47,7 +47,6 @@ describe('Home', () => {
     expect((await saved).status()).toBe(200);
     await modal.waitFor({ state: 'hidden' });
 
-    const { Api } = await import('./api');
     const api = await Api.login(s.server.base, email, password);
     const current = await api.get<{ preferences: { site: Record<string, unknown> } }>('/v1/users/current', { 'X-Extended-Metadata': 'true' });
     expect(current.preferences.site.whatsNewDismissed).toBe('2026.2');
