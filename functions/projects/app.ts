@@ -2,6 +2,7 @@
 import { groupApp, isExtended, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
 import { projectId } from '../../lib/http/params';
+import { setManagedEncryption } from '../../lib/encryption';
 import * as projects from '../../lib/projects';
 
 const app = groupApp()
@@ -17,6 +18,8 @@ const app = groupApp()
     c.json(await projects.patchProject(c.var.ctx, projectId(c), await jsonBody(c))))
   .put('/v1/projects/:projectId', async (c) =>
     c.json(await projects.putProject(c.var.ctx, projectId(c), await jsonBody(c))))
+  .post('/v1/projects/:projectId/key', async (c) =>
+    c.json(await setManagedEncryption(c.var.ctx, projectId(c), await jsonBody(c))))
   .delete('/v1/projects/:projectId', async (c) => {
     await projects.deleteProject(c.var.ctx, projectId(c));
     return success(c);

@@ -23,6 +23,7 @@ import {
   getFormOrNotFound, publishedDefs, type FormJson,
 } from './queries';
 import { deleteDraftSubmissions } from '../submissions/manage';
+import { applyProjectKey } from './managed-key';
 
 export { getFormOrNotFound, type LoadedForm } from './queries';
 
@@ -117,7 +118,7 @@ export async function createForm(ctx: Ctx, projectId: number, input: UploadInput
       .insert(forms)
       .values({ projectId: project.id, xmlFormId, acteeId, createdBy: tx.auth.actor?.id ?? null, draftToken: input.publish ? null : generateToken() })
       .returning();
-    const def = await insertDef(tx, form!, upload, input.publish);
+    const def = await insertDef(tx, form!, await applyProjectKey(tx, project.id, upload), input.publish);
     const [saved] = await tx.db
       .update(forms)
       .set(input.publish ? { currentDefId: def.id, ...publicFormIds() } : { draftDefId: def.id })
@@ -303,7 +304,7 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
       rejectIfWarnings(upload.xlsFormWarnings, removed.length > 0 ? [{ type: 'structureChanged', details: removed }] : []);
     }
     const previousDraftId = f.form.draftDefId;
-    const def = await insertDef(tx, f.form, upload, false);
+    const def = await insertDef(tx, f.form, await applyProjectKey(tx, f.form.projectId, upload), false);
     const source = previousDraftId ?? f.form.currentDefId;
     if (source != null) await carryAttachments(tx, source, def.id);
     await tx.db
