@@ -13,8 +13,8 @@ const key = (h: Harness, body: unknown, as: Parameters<Harness['post']>[1] exten
 const formXml = async (h: Harness, path: string) => (await h.get(`/v1/projects/${h.projectId}/forms/${path}`, { as: 'bob' })).text();
 
 describe('POST /v1/projects/:id/key', () => {
-  test('role matrix: administrator and manager may; viewer, data collector, App User, no role: 403.1; anonymous 401.2', async (t) => {
-    const h = await harness(t);
+  test('role matrix: administrator and manager may; viewer, data collector, App User, no role: 403.1; anonymous 401.2', async () => {
+    const h = await harness();
     await publishForm(h, fixture('forms/simple.xml'));
     const viewer = await userWithRole(h, 'viewer', 'viewer@example.org');
     const collector = await userWithRole(h, 'formfill', 'collector@example.org');
@@ -39,8 +39,8 @@ describe('POST /v1/projects/:id/key', () => {
     expect(await json(again)).toMatchObject({ code: 409.4, message: 'Could not activate feature (managed encryption) as it was already activated' });
   });
 
-  test('400.2 without a passphrase, 400.21 when shorter than 10, 400.11 not a string; nothing changes', async (t) => {
-    const h = await harness(t);
+  test('400.2 without a passphrase, 400.21 when shorter than 10, 400.11 not a string; nothing changes', async () => {
+    const h = await harness();
     for (const [body, code] of [[{}, 400.2], [{ passphrase: '' }, 400.2], [{ passphrase: '   ' }, 400.2], [{ passphrase: 'x' }, 400.21], [{ passphrase: 123 }, 400.11]] as const) {
       const res = await key(h, body);
       expect(res.status, JSON.stringify(body)).toBe(400);
@@ -50,8 +50,8 @@ describe('POST /v1/projects/:id/key', () => {
     expect(await h.auditActions()).toEqual([]);
   });
 
-  test('extant forms get a new published version with the key, drafts too; self-keyed forms stay; audits as Central', async (t) => {
-    const h = await harness(t);
+  test('extant forms get a new published version with the key, drafts too; self-keyed forms stay; audits as Central', async () => {
+    const h = await harness();
     await publishForm(h, fixture('forms/simple.xml'));
     await publishForm(h, fixture('forms/withrepeat.xml'));
     await publishForm(h, fixture('forms/encrypted.xml'));
@@ -106,8 +106,8 @@ describe('POST /v1/projects/:id/key', () => {
     expect(after.filter((a) => a.action === 'form.update.publish')).toHaveLength(2); // simple, withrepeat
   });
 
-  test('forms created or drafted later are encrypted with the project key; a self-keyed upload keeps its own', async (t) => {
-    const h = await harness(t);
+  test('forms created or drafted later are encrypted with the project key; a self-keyed upload keeps its own', async () => {
+    const h = await harness();
     await publishForm(h, fixture('forms/simple.xml'));
     const { keyId } = await json(await key(h, { passphrase: SECRET }));
     const created = await h.post(`/v1/projects/${h.projectId}/forms?publish=true`, { as: 'bob', body: fixture('forms/simple2.xml'), headers: { 'Content-Type': 'application/xml' } });
@@ -129,8 +129,8 @@ describe('POST /v1/projects/:id/key', () => {
     expect(ownJson.keyId).not.toBe(keyId);
   });
 
-  test('draft submissions are cleared, live submissions stay', async (t) => {
-    const h = await harness(t);
+  test('draft submissions are cleared, live submissions stay', async () => {
+    const h = await harness();
     await publishForm(h, fixture('forms/simple.xml'));
     expect((await h.post(`/v1/projects/${h.projectId}/forms/simple/submissions`, { as: 'bob', body: fixture('submissions/simple.one.xml'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
     expect((await h.post(`/v1/projects/${h.projectId}/forms/simple/draft`, { as: 'bob' })).status).toBe(200);
