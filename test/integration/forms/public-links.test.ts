@@ -262,6 +262,23 @@ describe('filling a form through a public link', () => {
   });
 });
 
+describe('a closed form', () => {
+  test('its public link reaches neither the form nor its sub-resources (403.1), as Central', async () => {
+    const h = await harness();
+    const F = `/v1/projects/${h.projectId}/forms`;
+    expect((await h.post(`${F}?publish=true`, { as: 'bob', body: fixture('forms/withAttachments.xml'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    const link = await createLink(h, { displayName: 'closed' }, 'withAttachments');
+    expect((await h.patch(`${F}/withAttachments`, { as: 'bob', body: { state: 'closed' } })).status).toBe(200);
+    const as = { key: link.token! };
+    for (const path of [F, `${F}/withAttachments`, `${F}/withAttachments.xml`, `${F}/withAttachments/versions`, `${F}/withAttachments/fields`,
+      `${F}/withAttachments/attachments`, `${F}/withAttachments/attachments/goodone.csv`]) {
+      const res = await h.get(path, { as });
+      expect(res.status, path).toBe(403);
+    }
+    expect((await h.get(`${F}/withAttachments/manifest`, { as, headers: { 'X-OpenRosa-Version': '1.0' } })).status).toBe(403);
+  });
+});
+
 describe('revoking a public link', () => {
   test('DELETE: the token is refused afterwards, the link leaves the list; audited public_link.delete', async () => {
     const h = await setup();
