@@ -72,6 +72,14 @@ export const problems = {
     requestTooLarge: () => new Problem(400.36, 'Request body too large.'),
     passwordTooLong: () =>
       new Problem(400.38, 'The password or passphrase provided exceeds the maximum length.'),
+    /** zxcvbn's verdict (score 2 or lower), worded as Central words it: its warning, else its first suggestion. */
+    passwordTooWeak: (d: { warning: string; suggestions: string[] }) => {
+      const said = d.warning || d.suggestions[0] || '';
+      const message = said === '' ? 'The supplied password is too weak.'
+        : said.includes('.') ? `The supplied password is too weak. ${said}`
+          : `The supplied password is too weak: ${said[0]!.toLowerCase()}${said.slice(1)}`;
+      return new Problem(400.44, message, d);
+    },
     authenticationFailed: () => new Problem(401.2, 'Could not authenticate with the provided credentials.'),
     httpsOnly: () => new Problem(401.3, 'This authentication method is only available over HTTPS'),
     insufficientRights: () =>

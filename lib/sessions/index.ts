@@ -9,7 +9,7 @@ import type { Db } from '../db/client';
 import { prepared } from '../db/prepared';
 import { problems } from '../problem';
 import { parseInput } from '../validation';
-import { verifyUserPassword } from '../users/passwords';
+import { markLoggedIn, verifyUserPassword } from '../users/passwords';
 import { forgetSessions, generation, recall, remember } from './cache';
 import { generateToken, isValidToken } from './tokens';
 import { z } from 'zod';
@@ -78,7 +78,8 @@ export const LoginInput = z.object({ email: z.string(), password: z.string() });
 /**
  * Logs a web user in (POST /v1/sessions).
  * @param body `{ email, password }` as sent.
- * @returns SessionJson. Effects: a sessions row; audit `user.session.create` `{ userAgent }`.
+ * @returns SessionJson. Effects: a sessions row; audit `user.session.create` `{ userAgent }`;
+ *   users.last_login_at set (Central's lastLoginAt).
  * @throws Problem 400.3 when email or password is missing, null or empty; 400.11 when the email is
  *   not a string; 401.2 on any wrong credential, a password that is not a string included (never
  *   saying which part).
@@ -101,6 +102,7 @@ export async function logIn(ctx: Ctx, body: unknown, userAgent: string | null): 
     const expires = new Date(Date.now() + tx.config.SESSION_LIFETIME_HOURS * 3_600_000);
     const session = await createSession(tx, user.id, expires);
     await audit(tx, { ...tx, auth: { actor: user, session: null, via: 'basic' } }, 'user.session.create', user.acteeId, { userAgent });
+    await markLoggedIn(tx, user.id);
     return session;
   });
 }

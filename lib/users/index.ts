@@ -1,23 +1,35 @@
 import { compare } from 'bcryptjs';
-import { and, asc, eq, ilike, isNull, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, ilike, isNull, ne, or, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { actors, assignments, sessions, users, type ActorRow, type UserRow } from '../../drizzle/schema';
-import { actorJson, insertActor, type ActorJson } from '../actors';
+import { actorJson, iso, insertActor, type ActorJson } from '../actors';
 import { audit } from '../audits/log';
 import { can, canOrReject, requireActor, speciesActee, verbsOn, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
+import { composeMail, sendAfterCommit, type MailMessage } from '../mail';
+import { getRoleOrNotFound } from '../roles';
+import { createSession } from '../sessions';
 import { forgetSessions } from '../sessions/cache';
 import { problems } from '../problem';
 import { parseInput } from '../validation';
-import { checkPassword, hashPassword } from './passwords';
+import { checkPassword, hashPassword } from './password-rules';
 import { preferencesOf } from './preferences';
 
-/** User JSON in Central's key order: email first, then the Actor fields. */
-export type UserJson = { email: string } & ActorJson;
+/**
+ * Where account mail links point: the server's public origin (PUBLIC_URL, else the request's). A
+ * verb given none sends no mail (the CLI and start-up tasks, as Central's tasks send none).
+ */
+export interface MailOrigin {
+  origin: string;
+}
 
-/** User JSON (email, then the Actor fields) from the actors and users rows. Pure. */
-export const userJson = (a: ActorRow, u: Pick<UserRow, 'email'>): UserJson => ({ email: u.email, ...actorJson(a) });
+/** User JSON in Central's key order: email, lastLoginAt, then the Actor fields. */
+export type UserJson = { email: string; lastLoginAt: string | null } & ActorJson;
+
+/** User JSON (email, lastLoginAt, then the Actor fields) from the actors and users rows. Pure. */
+export const userJson = (a: ActorRow, u: Pick<UserRow, 'email' | 'lastLoginAt'>): UserJson =>
+  ({ email: u.email, lastLoginAt: iso(u.lastLoginAt), ...actorJson(a) });
 
 const userActee = (a: Pick<ActorRow, 'acteeId'>): ActeeRef => ({ acteeId: a.acteeId, species: species.user });
 
@@ -25,14 +37,14 @@ const email = z.string().trim().min(1).max(320).regex(/^[^\s@]+@[^\s@]+$/, 'must
 
 export const CreateUserInput = z.object({
   email,
-  password: z.string().optional(),
+  /** Blank is no password, as Central (isPresent). */
+  password: z.preprocess((v) => (v === '' ? undefined : v), z.unknown().optional()),
   displayName: z.string().trim().min(1).max(255).optional(),
 });
 export const UpdateUserInput = z.object({
   email: email.optional(),
   displayName: z.string().trim().min(1).max(255).optional(),
 });
-export const SetPasswordInput = z.object({ old: z.string(), new: z.string() });
 
 const emailTaken = (value: string) =>
   problems.user.uniquenessViolation({ fields: ['email', 'deleted'], values: [value, 'false'], table: 'users' });
@@ -66,36 +78,55 @@ export async function findUserByEmail(ctx: Ctx, value: string): Promise<{ actor:
 }
 
 /**
- * Creates a web user (POST /v1/users). Without a password the account cannot log in until one is
- * set (Central e-mails a claim link; Fieldbase sends no e-mail: set it with the CLI or PUT password).
- * @param body `{ email, password?, displayName? }`; displayName defaults to the email.
- * @returns UserJson. Effects: actee, actor and users rows; audit `user.create` `{ data }`.
- * @throws 401.2/403.1 without `user.create`; 400.2 when email is missing (reported as displayName,
- *   as Central's NOT NULL does); 400.11 for a non-string; 400.8 for a malformed email; 400.21/400.38
- *   for a bad password; 409.3 when a live user has the email.
+ * Creates a web user (POST /v1/users), as Central: with a password, the account can log in at once
+ * and the person is told so by mail; without one, a single-use reset token is made and mailed as a
+ * link to the UI's claim page, where they choose a password (POST /v1/users/reset/verify).
+ * @param body `{ email, password?, displayName? }`; displayName defaults to the email; a blank
+ *   password counts as none.
+ * @param mail where links point; without it (CLI, seeds) no token is made and no mail is sent.
+ * @returns UserJson. Effects, in one transaction: actee, actor and users rows; audit `user.create`
+ *   `{ data: { actorId, email, password: null, lastLoginAt: null } }` (Central's User row), then
+ *   with a password `user.update` `{ data: { password: true } }`; without one, the reset token (a
+ *   singleUse actor, its pwreset grant and session). After commit: mail accountCreatedWithPassword
+ *   or accountCreated (lib/mail).
+ * @throws 403.1 without `user.create`; 400.2 when email is missing (reported as displayName, as
+ *   Central's NOT NULL does); 400.11 for a non-string; 400.8 for a malformed email; 400.21/400.38/
+ *   400.44 for a short, long or guessable password; 409.3 when a live user has the email.
  */
-export async function createUser(ctx: Ctx, body: unknown): Promise<UserJson> {
+export async function createUser(ctx: Ctx, body: unknown, mail?: MailOrigin): Promise<UserJson> {
   await canOrReject(ctx, 'user.create', speciesActee(species.user));
   const raw = (body ?? {}) as Record<string, unknown>;
   if (raw.email == null && raw.displayName == null) throw problems.user.missingParameter({ field: 'displayName' });
   const input = parseInput(CreateUserInput, raw);
   if (input.password != null) checkPassword(input.password);
-  return withTx(ctx, async (tx) => {
+  const outgoing: MailMessage[] = [];
+  const json = await withTx(ctx, async (tx) => {
     await assertEmailFree(tx, input.email);
-    const passwordHash = input.password != null ? await hashPassword(tx, input.password) : null;
     const actor = await insertActor(tx, { type: 'user', displayName: input.displayName ?? input.email });
-    const [user] = await tx.db.insert(users).values({ actorId: actor.id, email: input.email, passwordHash }).returning();
-    const json = userJson(actor, user!);
-    await audit(tx, tx, 'user.create', actor.acteeId, { data: { email: json.email, displayName: json.displayName } });
-    return json;
+    const [user] = await tx.db.insert(users).values({ actorId: actor.id, email: input.email }).returning();
+    await audit(tx, tx, 'user.create', actor.acteeId, {
+      data: { actorId: actor.id, email: user!.email, password: null, lastLoginAt: null },
+    });
+    if (input.password != null) {
+      await writePassword(tx, actor, await hashPassword(tx, input.password));
+      if (mail) outgoing.push(composeMail('accountCreatedWithPassword', user!.email, mail.origin));
+    } else if (mail) {
+      const token = await provisionResetToken(tx, actor);
+      outgoing.push(composeMail('accountCreated', user!.email, mail.origin, { token }));
+    }
+    return userJson(actor, user!);
   });
+  await sendAfterCommit(ctx, outgoing);
+  return json;
 }
 
 /**
- * Lists users (GET /v1/users). `q` equal to an existing email returns that one user to any
- * authenticated actor (so managers can pick whom to assign); otherwise `user.list` is needed and
- * actors without it get `[]`. With `q`, matches email or display name containing it, best first.
- * @returns UserJson[] sorted by email. @throws Problem 403.1 for anonymous requests (Central).
+ * Lists users (GET /v1/users), as Central: with `q` equal to a live user's email, that one user, to
+ * any authenticated actor (so a project manager can find whom to assign). Otherwise `user.list` is
+ * needed (others get `[]`): all live users by email, or with `q` those whose display name or email
+ * contains it (LIKE wildcards in `q` taken literally) or resembles it (pg_trgm word_similarity +
+ * similarity above 0.5, so "chelsea getodk" finds every getodk.org address), most similar first.
+ * @returns UserJson[]. @throws 403.1 for anonymous requests (the app answers 401.2 before). Reads only.
  */
 export async function listUsers(ctx: Ctx, q?: string): Promise<UserJson[]> {
   if (ctx.auth.actor == null && !ctx.system) throw problems.user.insufficientRights();
@@ -105,14 +136,19 @@ export async function listUsers(ctx: Ctx, q?: string): Promise<UserJson[]> {
   }
   if (!(await can(ctx, 'user.list', speciesActee(species.user)))) return [];
   const base = ctx.db.select({ actor: actors, user: users }).from(users).innerJoin(actors, eq(actors.id, users.actorId));
-  const rows = q
-    ? await base
-        .where(and(eq(users.deleted, false), or(ilike(users.email, `%${escapeLike(q)}%`), ilike(actors.displayName, `%${escapeLike(q)}%`))))
-        .orderBy(sql`least(nullif(strpos(lower(${users.email}), lower(${q})), 0), nullif(strpos(lower(${actors.displayName}), lower(${q})), 0))`, asc(users.email))
-    : await base.where(eq(users.deleted, false)).orderBy(asc(users.email));
+  const live = and(eq(users.deleted, false), isNull(actors.deletedAt));
+  if (q == null || q === '') return (await base.where(live).orderBy(asc(users.email))).map((r) => userJson(r.actor, r.user));
+  const score = sql`greatest(
+    word_similarity(${actors.displayName}, ${q}::text) + similarity(${actors.displayName}, ${q}::text),
+    word_similarity(${users.email}, ${q}::text) + similarity(${users.email}, ${q}::text))`;
+  const pattern = `%${escapeLike(q)}%`;
+  const rows = await base
+    .where(and(live, or(sql`${score} > 0.5`, ilike(users.email, pattern), ilike(actors.displayName, pattern))))
+    .orderBy(desc(score), asc(users.email));
   return rows.map((r) => userJson(r.actor, r.user));
 }
 
+// LIKE's default escape character is the backslash: escape it first, then the wildcards.
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (m) => `\\${m}`);
 
 /**
@@ -141,19 +177,25 @@ export async function getCurrentUser(ctx: Ctx, extended: boolean): Promise<UserJ
 }
 
 /**
- * Updates displayName and/or email (PATCH /v1/users/{id}).
- * @returns UserJson. Effects: updates rows, sets updatedAt; audit `user.update` `{ data: changes }`.
+ * Updates displayName and/or email (PATCH /v1/users/{id}); other fields are ignored, as Central.
+ * @returns UserJson. Effects: updates rows, sets updatedAt; audit `user.update` `{ data: changes }`;
+ *   after commit, when the email changed, mail accountEmailChanged to the previous address.
  * @throws 404.1; 403.1 without `user.update` (self allowed); 400.x bad body; 409.3 email taken.
  */
 export async function updateUser(ctx: Ctx, actorId: number, body: unknown): Promise<UserJson> {
-  return withTx(ctx, async (tx) => {
-    const { actor } = await getUserOrNotFound(tx, actorId);
+  const outgoing: MailMessage[] = [];
+  const json = await withTx(ctx, async (tx) => {
+    const { actor, user } = await getUserOrNotFound(tx, actorId);
     await canOrReject(tx, 'user.update', userActee(actor));
     const input = parseInput(UpdateUserInput, body);
     const now = new Date();
     if (input.email != null) {
       await assertEmailFree(tx, input.email, actorId);
       await tx.db.update(users).set({ email: input.email }).where(eq(users.actorId, actorId));
+      // Told at the old address, so the owner learns of a change they did not make.
+      if (input.email !== user.email) {
+        outgoing.push(composeMail('accountEmailChanged', user.email, '', { oldEmail: user.email, newEmail: input.email }));
+      }
     }
     await tx.db
       .update(actors)
@@ -163,36 +205,58 @@ export async function updateUser(ctx: Ctx, actorId: number, body: unknown): Prom
     const fresh = await getUserOrNotFound(tx, actorId);
     return userJson(fresh.actor, fresh.user);
   });
+  await sendAfterCommit(ctx, outgoing);
+  return json;
 }
 
 /**
- * Changes a password given the old one (PUT /v1/users/{id}/password).
+ * Changes a password given the old one (PUT /v1/users/{id}/password), as Central: every other
+ * session of the user ends (all of them when the request used Basic auth), and the user is told by
+ * mail.
  * @param body `{ old, new }`.
- * Effects: new bcrypt hash, updatedAt; audit `user.update` `{ data: { password: true } }`.
- * @throws 404.1; 403.1 without `user.update` (self allowed); 400.2 missing fields; 401.2 when `old`
- *   is wrong; 400.21/400.38 for a bad new password.
+ * Effects, in one transaction: new bcrypt hash, updatedAt, sessions deleted; audit `user.update`
+ *   `{ data: { password: true } }`. After commit: mail accountPasswordChanged to the user.
+ * @throws 404.1; 403.1 without `user.update` (self allowed); 401.2 when `old` is missing or wrong;
+ *   400.2 when `new` is missing; 400.11/400.21/400.38/400.44 for a bad new password.
  */
 export async function changePassword(ctx: Ctx, actorId: number, body: unknown): Promise<void> {
   const { actor, user } = await getUserOrNotFound(ctx, actorId);
   await canOrReject(ctx, 'user.update', userActee(actor));
-  const input = parseInput(SetPasswordInput, body);
-  if (user.passwordHash == null || !(await compare(input.old, user.passwordHash))) {
+  const raw = (body != null && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+  const old = raw.old;
+  if (typeof old !== 'string' || old === '' || user.passwordHash == null || !(await compare(old, user.passwordHash))) {
     throw problems.user.authenticationFailed();
   }
-  await setPasswordUnchecked(ctx, actor, input.new);
+  if (raw.new == null) throw problems.user.missingParameter({ field: 'new' });
+  const passwordHash = await hashPassword(ctx, raw.new);
+  const keep = ctx.auth.session?.tokenHash;
+  await withTx(ctx, async (tx) => {
+    await writePassword(tx, actor, passwordHash);
+    await tx.db.delete(sessions).where(and(eq(sessions.actorId, actor.id), keep != null ? ne(sessions.tokenHash, keep) : undefined));
+    forgetSessions(tx);
+  });
+  await sendAfterCommit(ctx, [composeMail('accountPasswordChanged', user.email, '')]);
 }
 
 /**
  * Sets a password without the old one: the CLI (`user-set-password`) runs it as the system.
- * @throws 400.21/400.38. Effects as changePassword.
+ * @throws 400.11/400.21/400.38/400.44. Effects: hash, updatedAt, audit `user.update`
+ *   `{ data: { password: true } }`; the user's sessions end. No mail.
  */
 export async function setPasswordUnchecked(ctx: Ctx, actor: ActorRow, password: string): Promise<void> {
   const passwordHash = await hashPassword(ctx, password);
   await withTx(ctx, async (tx) => {
-    await tx.db.update(users).set({ passwordHash }).where(eq(users.actorId, actor.id));
-    await tx.db.update(actors).set({ updatedAt: new Date() }).where(eq(actors.id, actor.id));
-    await audit(tx, tx, 'user.update', actor.acteeId, { data: { password: true } });
+    await writePassword(tx, actor, passwordHash);
+    await tx.db.delete(sessions).where(eq(sessions.actorId, actor.id));
+    forgetSessions(tx);
   });
+}
+
+/** Stores a password hash, touches updatedAt and audits `user.update` `{ data: { password: true } }`. */
+async function writePassword(tx: Ctx, actor: Pick<ActorRow, 'id' | 'acteeId'>, passwordHash: string): Promise<void> {
+  await tx.db.update(users).set({ passwordHash }).where(eq(users.actorId, actor.id));
+  await tx.db.update(actors).set({ updatedAt: new Date() }).where(eq(actors.id, actor.id));
+  await audit(tx, tx, 'user.update', actor.acteeId, { data: { password: true } });
 }
 
 /**
@@ -215,31 +279,100 @@ export async function deleteUser(ctx: Ctx, actorId: number): Promise<void> {
   });
 }
 
+/** A single-use reset token lives this long (Central: one day). */
+const RESET_TOKEN_HOURS = 24;
+
 /**
- * Starts a password reset (POST /v1/users/reset/initiate). Anyone may ask; the answer never says
- * whether the email has an account. Fieldbase has no mail transport yet, so the request is logged
- * (an administrator sets a password with the CLI or PUT …/password); with `invalidate` the current
- * password stops working at once.
- * @param body `{ email }`. @param invalidate `?invalidate=true`.
- * Effects with invalidate: password cleared, the user's sessions ended; audit `user.update`
- *   `{ data: { password: null } }`.
- * @throws 400.2 no email; 401.2/403.1 with invalidate but without `user.password.invalidate`.
+ * Makes a single-use password reset token for a user, as Central: a `singleUse` actor (meta
+ * `{ resetPassword: userActorId }`) holding the pwreset role (`user.password.reset`) on that user
+ * only, and a session for it that expires in 24 hours. Its clear token is the Bearer credential
+ * for POST /v1/users/reset/verify, which consumes it. Call inside withTx.
+ * @returns the clear token (64 characters of [A-Za-z0-9!$]). Effects: actee, actor, assignment and
+ *   session rows; no audit (Central audits neither).
  */
-export async function initiatePasswordReset(ctx: Ctx, body: unknown, invalidate: boolean): Promise<void> {
-  const { email: address } = parseInput(z.object({ email: z.string().trim().min(1) }), body);
+export async function provisionResetToken(tx: Ctx, user: Pick<ActorRow, 'id' | 'acteeId'>): Promise<string> {
+  const single = await insertActor(tx, { type: 'singleUse', displayName: `Reset token for ${user.id}` });
+  await tx.db.update(actors).set({ meta: { resetPassword: user.id } }).where(eq(actors.id, single.id));
+  const role = await getRoleOrNotFound(tx, 'pwreset');
+  await tx.db.insert(assignments).values({ actorId: single.id, roleId: role.id, acteeId: user.acteeId });
+  const { token } = await createSession(tx, single.id, new Date(Date.now() + RESET_TOKEN_HOURS * 3_600_000));
+  return token;
+}
+
+/**
+ * Starts a password reset (POST /v1/users/reset/initiate), as Central. Anyone may ask; the answer
+ * is the same whether the address has an account or not. With an account, a single-use token is
+ * mailed as a claim link; for an address whose account was deleted, a mail says so; for an unknown
+ * address nothing is sent. With `invalidate` (`?invalidate=true`, an administrator's "reset
+ * password"), the current password also stops working at once and the user's sessions end.
+ * @param body `{ email }`. @param mail where links point.
+ * Effects, in one transaction: the reset token (provisionResetToken); with invalidate, password
+ *   cleared, sessions deleted, audit `user.update` `{ data: { password: null } }`. After commit:
+ *   mail accountReset (to the address as given) or accountResetDeleted.
+ * @throws 400.2 `{ field: 'email' }` when email is missing or blank; 400.11 when it is not a string;
+ *   403.1 with invalidate but without `user.password.invalidate` (on the user, or on users when
+ *   there is no such account).
+ */
+export async function initiatePasswordReset(ctx: Ctx, body: unknown, invalidate: boolean, mail: MailOrigin): Promise<void> {
+  const raw = (body != null && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+  const address = raw.email;
+  if (address == null || address === '' || address === false || address === 0) throw problems.user.missingParameter({ field: 'email' });
+  if (typeof address !== 'string') throw problems.user.invalidDataTypeOfParameter({ field: 'email', expected: 'string' });
   const found = await findUserByEmail(ctx, address);
-  if (invalidate) {
-    await canOrReject(ctx, 'user.password.invalidate', found ? userActee(found.actor) : speciesActee(species.user));
-    if (found) {
-      await withTx(ctx, async (tx) => {
-        await tx.db.update(users).set({ passwordHash: null }).where(eq(users.actorId, found.actor.id));
-        await tx.db.delete(sessions).where(eq(sessions.actorId, found.actor.id));
-        forgetSessions(tx);
-        await audit(tx, tx, 'user.update', found.actor.acteeId, { data: { password: null } });
-      });
-    }
+  if (!found) {
+    if (invalidate) await canOrReject(ctx, 'user.password.invalidate', speciesActee(species.user));
+    if (await emailEverExisted(ctx, address)) await sendAfterCommit(ctx, [composeMail('accountResetDeleted', address, mail.origin)]);
+    return;
   }
-  ctx.log.warn('password reset requested; no mail transport is configured, so no email was sent', {
-    requestId: ctx.requestId, accountExists: found != null, invalidated: invalidate && found != null,
+  if (invalidate) await canOrReject(ctx, 'user.password.invalidate', userActee(found.actor));
+  const token = await withTx(ctx, async (tx) => {
+    if (invalidate) {
+      await tx.db.update(users).set({ passwordHash: null }).where(eq(users.actorId, found.actor.id));
+      await tx.db.delete(sessions).where(eq(sessions.actorId, found.actor.id));
+      forgetSessions(tx);
+      await audit(tx, tx, 'user.update', found.actor.acteeId, { data: { password: null } });
+    }
+    return provisionResetToken(tx, found.actor);
+  });
+  await sendAfterCommit(ctx, [composeMail('accountReset', address, mail.origin, { token })]);
+}
+
+/** Whether any user, live or deleted, ever had this address (case-insensitive). Reads only. */
+async function emailEverExisted(ctx: Ctx, address: string): Promise<boolean> {
+  const [row] = await ctx.db.select({ one: sql<number>`1` }).from(users).where(sql`lower(${users.email}) = lower(${address})`).limit(1);
+  return row != null;
+}
+
+/**
+ * Sets a new password with a reset token (POST /v1/users/reset/verify), as Central: the request
+ * authenticates with the token as Bearer (a singleUse actor made by provisionResetToken); the
+ * password changes, every session of the user ends, and the token is consumed, so a replay gets
+ * 401.2. Logged-in users cannot use this to skip the old password (403.1).
+ * @param body `{ new }`.
+ * Effects, in one transaction: new hash, updatedAt, audit `user.update` `{ data: { password: true } }`
+ *   (the token's actor as actor); the user's sessions deleted; the singleUse actor deleted with its
+ *   session and grant (not audited, as Central). No mail.
+ * @throws 401.2 anonymous; 403.1 when the actor is not a reset token; 404.1 when its user is gone;
+ *   403.1 without `user.password.reset` on the user; 400.2 when `new` is missing;
+ *   400.11/400.21/400.38/400.44 for a bad password.
+ */
+export async function resetPasswordWithToken(ctx: Ctx, body: unknown): Promise<void> {
+  const me = requireActor(ctx);
+  const [row] = await ctx.db.select({ meta: actors.meta }).from(actors).where(eq(actors.id, me.id));
+  const target = (row?.meta as { resetPassword?: unknown } | null)?.resetPassword;
+  if (me.type !== 'singleUse' || typeof target !== 'number') throw problems.user.insufficientRights();
+  const { actor } = await getUserOrNotFound(ctx, target);
+  await canOrReject(ctx, 'user.password.reset', userActee(actor));
+  const raw = (body != null && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+  if (raw.new == null) throw problems.user.missingParameter({ field: 'new' });
+  const passwordHash = await hashPassword(ctx, raw.new);
+  await withTx(ctx, async (tx) => {
+    await writePassword(tx, actor, passwordHash);
+    await tx.db.delete(sessions).where(eq(sessions.actorId, actor.id));
+    const now = new Date();
+    await tx.db.update(actors).set({ deletedAt: now, updatedAt: now }).where(eq(actors.id, me.id));
+    await tx.db.delete(sessions).where(eq(sessions.actorId, me.id));
+    await tx.db.delete(assignments).where(eq(assignments.actorId, me.id));
+    forgetSessions(tx);
   });
 }

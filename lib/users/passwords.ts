@@ -1,28 +1,12 @@
-import { compare, hash } from 'bcryptjs';
+import { compare } from 'bcryptjs';
 import { and, eq, sql } from 'drizzle-orm';
 import { actors, users } from '../../drizzle/schema';
 import { toActor } from '../actors';
 import type { Actor, Ctx } from '../context';
-import { problems } from '../problem';
 
 // A real bcrypt hash of a random string: comparing against it when the email is unknown keeps the
 // response time the same, so timing does not tell which part of the credentials was wrong.
 const DUMMY_HASH = '$2b$12$Q0p6w9dKQ1kC6b0rS3e8xO0m0sXv7b7sQqI0a4l7pP0JmQv8H9y0e';
-
-/**
- * Central's password rules: at least 10 characters (400.21), at most 72 bytes, bcrypt's limit (400.38).
- * @throws Problem 400.21 / 400.38. Pure.
- */
-export function checkPassword(password: string): void {
-  if (password.length < 10) throw problems.user.passwordTooShort();
-  if (new TextEncoder().encode(password).byteLength > 72) throw problems.user.passwordTooLong();
-}
-
-/** @returns the bcrypt hash of a password that passed checkPassword, at the configured cost. */
-export async function hashPassword(ctx: Ctx, password: string): Promise<string> {
-  checkPassword(password);
-  return hash(password, ctx.config.BCRYPT_COST);
-}
 
 /**
  * Checks an email and password against live users (login, Basic auth).
@@ -37,4 +21,13 @@ export async function verifyUserPassword(ctx: Ctx, email: string, password: stri
     .where(and(sql`lower(${users.email}) = lower(${email})`, eq(users.deleted, false)));
   const ok = await compare(password, row?.hash ?? DUMMY_HASH);
   return ok && row?.hash != null ? toActor(row.a) : null;
+}
+
+/**
+ * Records a successful login (POST /v1/sessions): users.last_login_at = now, as Central's
+ * updateLastLoginAt (lib/http/sessions.js). Basic auth does not count, as in Central.
+ * Effects: one update; no audit (the login itself is audited as user.session.create).
+ */
+export async function markLoggedIn(ctx: Ctx, actorId: number): Promise<void> {
+  await ctx.db.update(users).set({ lastLoginAt: sql`clock_timestamp()` }).where(eq(users.actorId, actorId));
 }
