@@ -24,4 +24,6 @@ export const lambdaFunctions: LambdaFunction[] = [
   // Exports stream for as long as the client reads: response streaming, long timeout.
   { group: 'exports', entry: 'functions/exports/lambda.ts', memoryMb: 1024, timeoutSeconds: 900, streaming: true },
   { group: 'audits', entry: 'functions/audits/lambda.ts', memoryMb: 512, timeoutSeconds: 30, streaming: false },
+  // Entity lists: bulk creation and the entities.csv download run longer.
+  { group: 'entities', entry: 'functions/entities/lambda.ts', memoryMb: 1024, timeoutSeconds: 60, streaming: false },
 ];

@@ -7,6 +7,8 @@ import { parseArgs } from 'node:util';
 import { sweepOrphanBlobs } from '../../lib/blobs';
 import { purgeExpiredSessions } from '../../lib/sessions';
 import { purgeForms } from '../../lib/forms';
+import '../../lib/entities';
+import { drainJobs } from '../../lib/jobs';
 import { purgeSubmissions } from '../../lib/submissions/manage';
 import { ConfigError } from '../../lib/config';
 import { systemCtx } from '../../lib/context';
@@ -21,6 +23,7 @@ const usage = `usage: npm run cli -- <command> [options]
   user-set-password --email E --password P
   blobs-sweep                            delete stored blobs no database row refers to
   sessions-purge                         delete expired sessions
+  jobs                                   run deferred work left pending (entities from submissions)
   purge [--force]                        purge forms and submissions in the Trash for over 30 days (--force: all now)`;
 
 async function main(): Promise<number> {
@@ -68,6 +71,9 @@ async function main(): Promise<number> {
         console.log(`Purged ${purged.length} form(s) and ${submissions} submission(s) from the Trash.`);
         break;
       }
+      case 'jobs':
+        console.log(`Ran ${await drainJobs(ctx)} pending job(s).`);
+        break;
       case 'sessions-purge':
         console.log(`Deleted ${await purgeExpiredSessions(ctx)} expired session(s).`);
         break;

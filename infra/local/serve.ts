@@ -10,6 +10,7 @@ import { withDeps } from '../../lib/runtime/entry';
 import { loadConfig, processEnv } from '../../lib/runtime/env';
 import { createNodeDeps } from '../../lib/runtime/node';
 import { ensureFirstAdmin } from '../../lib/users/admin-tasks';
+import { drainJobs } from '../../lib/jobs';
 import { localApp } from './app';
 import { withUi } from './ui';
 
@@ -41,7 +42,17 @@ async function main() {
       console.log('(stop the server first when using the embedded database), or start with ADMIN_EMAIL and ADMIN_PASSWORD set.');
     }
   });
+  // The scheduled sweep of deferred work (lib/jobs): jobs normally run right after their request's
+  // commit; this picks up any left behind (a crash, a handler error) every few seconds.
+  let draining = false;
+  const sweep = setInterval(() => {
+    if (draining) return;
+    draining = true;
+    void drainJobs(systemCtx(deps)).catch((err: unknown) => console.error('job sweep failed', err)).finally(() => { draining = false; });
+  }, 5000);
+  sweep.unref();
   const stop = () => {
+    clearInterval(sweep);
     server.close(() => {
       void deps.database.close().finally(() => process.exit(0));
     });

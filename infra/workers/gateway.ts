@@ -13,6 +13,7 @@ const bindings: Record<GroupName, string> = {
   forms: 'FORMS',
   submissions: 'SUBMISSIONS',
   exports: 'EXPORTS',
+  entities: 'ENTITIES',
 };
 
 export default {

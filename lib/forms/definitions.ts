@@ -2,6 +2,8 @@ import { and, eq, inArray, isNull } from 'drizzle-orm';
 import { formAttachments, formDefs, keys, type FormDefRow, type FormRow } from '../../drizzle/schema';
 import { storeBlob } from '../blobs';
 import type { Ctx } from '../context';
+import { checkEntityDeclarations, defineDatasets, forgetDefinition, publishDatasets } from '../datasets';
+import { getProjectOrNotFound } from '../projects';
 import { Problem, problems } from '../problem';
 import { convertXlsForm, XlsFormError } from '../xlsform';
 import { parseForm } from '../xforms/parse-form';
@@ -32,6 +34,8 @@ export interface Upload {
   itemsets: string | null;
   /** Conversion warnings in pyxform's words; they fail the upload unless ignoreWarnings. */
   xlsFormWarnings: string[];
+  /** Workflow warnings of the entity declarations (`oldEntityVersion`), 400.16 unless ignored. */
+  entityWarnings: unknown[];
 }
 
 /**
@@ -55,6 +59,7 @@ export function decodeFormIdFallback(raw: string | null | undefined): string | n
  * @param formIdFallback the raw X-XlsForm-FormId-Fallback header (spreadsheets only).
  * @returns the XML, what the parser read, and for spreadsheets the bytes to keep, itemsets.csv and
  *   the conversion warnings (which the caller turns into 400.16 unless ignoreWarnings).
+ * @throws Problem 400.25 invalid entity declarations (lib/datasets/declarations).
  * @throws Problem 400.1 / 400.2 from the parser (unparseable, no form id, DOCTYPE), 400.1 for bytes
  *   that are not UTF-8, 400.6 a malformed fallback header, 400.15 the spreadsheet does not convert
  *   (`{ error, warnings }`, also a missing form id with no fallback), 400.8 an xmlFormId ending in
@@ -70,6 +75,8 @@ export function readUpload(body: Uint8Array, contentType: string | null, formIdF
       reason: 'The Form ID cannot end in .xls, .xlsx, or .xml. Please either specify an allowed ID in the form itself, or rename the file (eg change form.xls.xls to form.xls).',
     });
   }
+  // Entity declarations are checked at upload, before anything is stored (400.25).
+  upload.entityWarnings = checkEntityDeclarations(upload.parsed).warnings;
   return upload;
 }
 
@@ -81,7 +88,7 @@ function readXml(body: Uint8Array): Upload {
   } catch {
     throw problems.user.unparseable({ format: 'xforms xml', rawLength: body.byteLength });
   }
-  return { xml, parsed: parseForm(body), xls: null, itemsets: null, xlsFormWarnings: [] };
+  return { xml, parsed: parseForm(body), xls: null, itemsets: null, xlsFormWarnings: [], entityWarnings: [] };
 }
 
 function readSpreadsheet(body: Uint8Array, contentType: string, rawFallback: string | null): Upload {
@@ -100,6 +107,7 @@ function readSpreadsheet(body: Uint8Array, contentType: string, rawFallback: str
     xls: { bytes: body, contentType },
     itemsets: result.itemsets,
     xlsFormWarnings: result.warnings,
+    entityWarnings: [],
   };
 }
 
@@ -160,6 +168,11 @@ export async function insertDef(ctx: Ctx, form: FormRow, upload: Upload, publish
       xlsContentType: xls?.contentType ?? null,
     })
     .returning();
+  // Encrypted forms declare no Datasets (Central reads none from them).
+  if (p.datasets.length > 0 && !p.base64RsaPublicKey) {
+    await defineDatasets(ctx, await getProjectOrNotFound(ctx, form.projectId), def!, p.datasets);
+    if (publish) await publishDatasets(ctx, def!.id);
+  }
   if (p.attachments.length > 0) {
     await ctx.db.insert(formAttachments).values(p.attachments.map((a) => ({
       formId: form.id,
@@ -189,9 +202,10 @@ export async function carryAttachments(ctx: Ctx, fromDefId: number, toDefId: num
   }
 }
 
-/** Deletes a definition that was never published, with its attachment rows. */
+/** Deletes a definition that was never published, with its attachment rows and Dataset links. */
 export async function deleteUnpublishedDef(ctx: Ctx, defId: number): Promise<void> {
   await ctx.db.delete(formAttachments).where(eq(formAttachments.formDefId, defId));
+  await forgetDefinition(ctx, defId);
   await ctx.db.delete(formDefs).where(and(eq(formDefs.id, defId)));
 }
 

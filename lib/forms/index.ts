@@ -8,6 +8,7 @@ import { audit } from '../audits/log';
 import { can, canOrReject } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
+import { datasetDiffForDef, forgetDefinition, publishDatasets } from '../datasets';
 import { problems } from '../problem';
 import { getProjectOrNotFound, projectActee } from '../projects';
 import { generateToken } from '../sessions/tokens';
@@ -110,7 +111,8 @@ export async function createForm(ctx: Ctx, projectId: number, input: UploadInput
       throw problems.user.uniquenessViolation({ fields: ['projectId', 'xmlFormId'], values: [String(project.id), xmlFormId], table: 'forms' });
     }
     if (!input.ignoreWarnings) {
-      rejectIfWarnings(upload.xlsFormWarnings, existing.length > 0 ? [{ type: 'deletedFormExists', details: { xmlFormId } }] : []);
+      rejectIfWarnings(upload.xlsFormWarnings, [
+        ...(existing.length > 0 ? [{ type: 'deletedFormExists', details: { xmlFormId } }] : []), ...upload.entityWarnings]);
     }
     const acteeId = crypto.randomUUID();
     await tx.db.insert(actees).values({ id: acteeId, species: species.form, parent: project.acteeId });
@@ -301,7 +303,7 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
     checkFieldTypes(earlier.map((d) => d.fields), p.fields);
     const removed = removedFields(published?.fields ?? null, p.fields);
     if (!input.ignoreWarnings) {
-      rejectIfWarnings(upload.xlsFormWarnings, removed.length > 0 ? [{ type: 'structureChanged', details: removed }] : []);
+      rejectIfWarnings(upload.xlsFormWarnings, [...(removed.length > 0 ? [{ type: 'structureChanged', details: removed }] : []), ...upload.entityWarnings]);
     }
     const previousDraftId = f.form.draftDefId;
     const def = await insertDef(tx, f.form, await applyProjectKey(tx, f.form.projectId, upload), false);
@@ -348,6 +350,7 @@ export async function publishDraft(ctx: Ctx, projectId: number, xmlFormId: strin
       .set({ currentDefId: def.id, draftDefId: null, draftToken: null, updatedAt: new Date(), ...(form.enketoId == null ? publicFormIds() : {}) })
       .where(eq(forms.id, form.id));
     await deleteDraftSubmissions(tx, form);
+    await publishDatasets(tx, def.id);
     await audit(tx, tx, 'form.update.publish', form.acteeId, { oldDefId: form.currentDefId, newDefId: def.id }, notes);
   });
 }
@@ -451,6 +454,9 @@ async function purgeOne(tx: Ctx, form: FormRow): Promise<void> {
   await tx.db.delete(submissionDefs).where(inArray(submissionDefs.submissionId, subIds));
   await tx.db.delete(submissions).where(eq(submissions.formId, form.id));
   await tx.db.delete(formAttachments).where(eq(formAttachments.formId, form.id));
+  for (const d of await tx.db.select({ id: formDefs.id }).from(formDefs).where(eq(formDefs.formId, form.id))) {
+    await forgetDefinition(tx, d.id);
+  }
   await tx.db.delete(formDefs).where(eq(formDefs.formId, form.id));
   await tx.db.delete(assignments).where(eq(assignments.acteeId, form.acteeId));
   await tx.db.delete(forms).where(eq(forms.id, form.id));
@@ -459,12 +465,18 @@ async function purgeOne(tx: Ctx, form: FormRow): Promise<void> {
 
 /**
  * What publishing would change in Datasets (GET F/dataset-diff and F/draft/dataset-diff), which the
- * UI shows before publishing: `[{ name, isNew, properties: [{ name, isNew, inForm }] }]`. Datasets
- * are not stored yet (the entities work), so the list is empty; rights and 404s are Central's.
- * @throws 404.1 unknown form (or no draft); 401.2/403.1 without form.read (draft: form.update).
+ * UI shows before publishing: `[{ name, isNew?, properties: [{ name, isNew?, inForm }] }]` (isNew
+ * for the draft only; lib/datasets `datasetDiffForDef`).
+ * @throws 404.1 unknown form (or no draft / never published); 401.2/403.1 without form.read
+ *   (draft: form.update). Reads only.
  */
 export async function datasetDiff(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean): Promise<unknown[]> {
-  if (draft) await loadDraft(ctx, projectId, xmlFormId, 'form.update');
-  else await canReadFormOrReject(ctx, await getFormOrNotFound(ctx, projectId, xmlFormId));
-  return [];
+  if (draft) {
+    const { draft: def } = await loadDraft(ctx, projectId, xmlFormId, 'form.update');
+    return datasetDiffForDef(ctx, def, true);
+  }
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canReadFormOrReject(ctx, f);
+  if (f.form.currentDefId == null) throw problems.user.notFound();
+  return datasetDiffForDef(ctx, await getDefOrNotFound(ctx, f.form.currentDefId), false);
 }

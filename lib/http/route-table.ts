@@ -4,7 +4,7 @@
  * specific patterns come first. Patterns match the routing path, i.e. after a `/v1/key/{token}`
  * prefix is folded to `/v1`.
  */
-export type GroupName = 'projects' | 'assignments' | 'users' | 'audits' | 'forms' | 'submissions' | 'exports';
+export type GroupName = 'projects' | 'assignments' | 'users' | 'audits' | 'forms' | 'submissions' | 'exports' | 'entities';
 
 export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   // Assignments nested under projects and forms, before the projects catch-all.
@@ -35,6 +35,8 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/form-links\/[^/]+\/form$/, 'forms'],
   [/^\/v1\/projects\/[^/]+\/forms(\/|$)/, 'forms'],
   [/^\/v1\/test\/[^/]+\/projects\/[^/]+\/forms\/[^/]+\/draft/, 'forms'],
+  // Datasets (Entity Lists) and their Entities.
+  [/^\/v1\/projects\/[^/]+\/datasets(\/|$)/, 'entities'],
   [/^\/v1\/projects\/?$/, 'projects'],
   [/^\/v1\/projects\/[^/]+\/?$/, 'projects'],
   [/^\/v1\/projects\/[^/]+\/key$/, 'projects'],

@@ -11,6 +11,12 @@ import { problems } from '../problem';
 import { parseInput } from '../validation';
 import { canAssignRole } from '../assignments/rules';
 
+/** `datasetList`, `datasets`, `lastEntity` of a project in `?datasets=true`. Pure. */
+function datasetListFor(verbs: Set<string>, d: { datasets: number; lastEntity: string | null; list: Array<Record<string, unknown>> }) {
+  const list = verbs.has('dataset.list') ? d.list : [];
+  return { datasetList: list, datasets: list.length, lastEntity: verbs.has('dataset.list') ? d.lastEntity : null };
+}
+
 /** Project JSON in Central's key order (spec, Project). */
 export interface ProjectJson {
   id: number;
@@ -92,6 +98,9 @@ async function countsFor(ctx: Ctx, ids: number[]): Promise<Map<number, Counts>> 
     .where(and(inArray(forms.projectId, ids), eq(submissions.draft, false), isNull(submissions.deletedAt)))
     .groupBy(forms.projectId);
   for (const r of last) out.get(r.projectId)!.lastSubmission = iso(r.at);
+  // Read model of the lower lib/datasets (DESIGN: read models flow down).
+  const { datasetCountsByProject } = await import('../datasets'); // loaded lazily: lib/datasets builds on lib/projects
+  for (const [id, d] of await datasetCountsByProject(ctx, ids)) Object.assign(out.get(id)!, { datasets: d.datasets, lastEntity: d.lastEntity });
   return out;
 }
 
@@ -136,7 +145,8 @@ async function verbsByProject(ctx: Ctx): Promise<Map<number, Set<string>>> {
  * by name, as Central.
  * @param opts extended: add counts; forms: add formList (the forms the actor may see, as extended Form
  *   JSON with submission counts, from one query: lib/forms/listing) and set `forms` / `lastSubmission`
- *   from it; datasets: add datasetList (empty until the entities issue).
+ *   from it; datasets: add datasetList (published Datasets with entities/lastEntity/conflicts, for
+ *   holders of dataset.list) and set `datasets` / `lastEntity` from it.
  * @returns an array of Project JSON, each with `verbs`. Reads only.
  */
 export async function listProjects(
@@ -159,6 +169,7 @@ export async function listProjects(
   const formLists = opts.forms
     ? await (await import('../forms/listing')).formListsByProject(ctx, new Map(rows.map((p) => [p.id, verbs.get(p.id)!])))
     : null;
+  const datasetLists = opts.datasets ? await (await import('../datasets')).datasetCountsByProject(ctx, rows.map((p) => p.id)) : null;
   const out = [];
   for (const p of rows) {
     const formList = formLists?.get(p.id) ?? null;
@@ -170,7 +181,8 @@ export async function listProjects(
       // The forms this actor may see, extended (the home page shows their counts); as Central, the
       // project's `forms` and `lastSubmission` then come from that list, extended or not.
       ...(formList ? { formList, forms: formList.length, lastSubmission: last } : {}),
-      ...(opts.datasets ? { datasetList: [] } : {}),
+      // The Datasets the actor may list (Central: dataset.list on the project), extended, and their count.
+      ...(datasetLists ? datasetListFor(verbs.get(p.id)!, datasetLists.get(p.id)!) : {}),
     });
   }
   return out;

@@ -5,6 +5,7 @@ import {
 } from '../../drizzle/schema';
 import { audit } from '../audits/log';
 import { storeBlob } from '../blobs';
+import { enqueueJob, withJobs } from '../jobs';
 import { withTx, type Ctx } from '../context';
 import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound, formActee } from '../forms/queries';
 import { formByDraftToken, submissionTarget } from '../forms/openrosa';
@@ -225,6 +226,7 @@ async function createNew(
     select s.id, s.current_def_id as def_id from s`);
   const row = rows[0];
   if (!row) return null;
+  if (!draft) await enqueueEntityWork(tx, parsed, { action: 'submission.create', submissionId: Number(row.id), submissionDefId: Number(row.def_id) });
   return { sub: { id: Number(row.id), instanceId }, def: { id: Number(row.def_id) } };
 }
 
@@ -254,7 +256,17 @@ async function addVersion(
     .where(eq(submissions.id, old.sub.id))
     .returning();
   await audit(tx, tx, 'submission.update.version', form.acteeId, { submissionId: old.sub.id, instanceId: old.sub.instanceId, submissionDefId: def.id });
+  if (!old.sub.draft) await enqueueEntityWork(tx, parsed, { action: 'submission.update.version', submissionId: old.sub.id, submissionDefId: def.id });
   return { sub: sub!, def };
+}
+
+/**
+ * Records entity work for a submission whose XML carries `meta/entity` (DESIGN, Reactions between
+ * domains: lib/entities handles `submission.entities` jobs after commit). Effects: a jobs row.
+ */
+async function enqueueEntityWork(tx: Ctx, parsed: ParsedSubmission, ev: { action: string; submissionId: number; submissionDefId: number }) {
+  if (parsed.entities.length === 0) return;
+  await enqueueJob(tx, 'submission.entities', { ...ev, actorId: tx.system ? null : (tx.auth.actor?.id ?? null) });
 }
 
 /** Runs `once`, and once more when it lost a race on the unique (form, instanceId, draft) index. */
@@ -297,7 +309,7 @@ export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmissi
   const parsed = parseSubmission(doc, formDef.fields);
   const instanceId = parsed.instanceId ?? crypto.randomUUID();
   checkIds(instanceId, parsed.deprecatedId);
-  return retryOnDuplicate(ctx, () => withTx(ctx, async (tx) => {
+  return retryOnDuplicate(ctx, () => withJobs(ctx, async (tx) => {
     if (parsed.deprecatedId == null) {
       // The common case first: a new submission in one statement; an existing one falls through.
       const created = await createNew(tx, form, formDef, draft, parsed, xml, instanceId, input);
@@ -384,7 +396,7 @@ async function restTarget(tx: Ctx, input: Pick<RestSubmission, 'projectId' | 'xm
 export async function createSubmission(ctx: Ctx, input: RestSubmission): Promise<SubmissionJson> {
   const doc = readSubmission(input.xml);
   const xml = decoder.decode(input.xml);
-  return withTx(ctx, async (tx) => {
+  return withJobs(ctx, async (tx) => {
     const { form, def: formDef } = await restTarget(tx, input, doc, 'submission.create');
     if (!input.draft && form.state === 'closed') throw problems.submission.notAcceptingSubmissions();
     const parsed = parseSubmission(doc, formDef.fields);
@@ -412,7 +424,7 @@ export async function createSubmission(ctx: Ctx, input: RestSubmission): Promise
 export async function updateSubmission(ctx: Ctx, input: Omit<RestSubmission, 'draft' | 'token'> & { instanceId: string }): Promise<SubmissionJson> {
   const doc = readSubmission(input.xml);
   const xml = decoder.decode(input.xml);
-  return withTx(ctx, async (tx) => {
+  return withJobs(ctx, async (tx) => {
     const f = await getFormOrNotFound(tx, input.projectId, input.xmlFormId);
     await canOnFormOrReject(tx, 'submission.update', f);
     const target = await getSubmissionOrNotFound(tx, f, input.instanceId, false);

@@ -5,6 +5,7 @@ import { actorJson, iso } from '../actors';
 import { audit } from '../audits/log';
 import { auditJson } from '../audits';
 import { withTx, type Ctx } from '../context';
+import { enqueueJob, withJobs } from '../jobs';
 import { canOnFormOrReject, formJson, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
 import { problems } from '../problem';
 import { parseInput } from '../validation';
@@ -27,11 +28,17 @@ export const ReviewInput = z.object({ reviewState: z.enum(['received', 'hasIssue
  * @throws 404.1; 403.1 without submission.update; 400.2/400.8 bad body.
  */
 export async function setReviewState(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, body: unknown) {
-  return withTx(ctx, async (tx) => {
+  return withJobs(ctx, async (tx) => {
     const { f, sub } = await load(tx, projectId, xmlFormId, instanceId, false, 'submission.update');
     const { reviewState } = parseInput(ReviewInput, body);
     const [row] = await tx.db.update(submissions).set({ reviewState, updatedAt: new Date() }).where(eq(submissions.id, sub.id)).returning();
     await audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, reviewState });
+    // Approval may create entities (lib/entities handles the job after commit).
+    if (reviewState === 'approved' && row!.currentDefId != null) {
+      await enqueueJob(tx, 'submission.entities', {
+        action: 'submission.update', submissionId: sub.id, submissionDefId: row!.currentDefId, reviewState, actorId: tx.auth.actor?.id ?? null,
+      });
+    }
     return {
       instanceId: row!.instanceId, submitterId: row!.submitterId, deviceId: row!.deviceId, createdAt: row!.createdAt.toISOString(),
       updatedAt: iso(row!.updatedAt), reviewState: row!.reviewState, deletedAt: iso(row!.deletedAt),

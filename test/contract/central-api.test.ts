@@ -8,6 +8,7 @@ import forms from '../../functions/forms/app';
 import submissions from '../../functions/submissions/app';
 import exports from '../../functions/exports/app';
 import users from '../../functions/users/app';
+import entities from '../../functions/entities/app';
 import { groupFor, type GroupName } from '../../lib/http/route-table';
 
 // Every path + method of Central's published API that the route table sends to a group app must be
@@ -16,7 +17,7 @@ import { groupFor, type GroupName } from '../../lib/http/route-table';
 const spec = parse(readFileSync(new URL('../../../shared/reference/central-api.yaml', import.meta.url), 'utf8')) as {
   paths: Record<string, Record<string, unknown>>;
 };
-const apps: Record<GroupName, { routes: Array<{ method: string; path: string }> }> = { projects, assignments, users, audits, forms, submissions, exports };
+const apps: Record<GroupName, { routes: Array<{ method: string; path: string }> }> = { projects, assignments, users, audits, forms, submissions, exports, entities };
 const methods = ['get', 'post', 'put', 'patch', 'delete', 'head'];
 
 /** Operations deliberately left to later issues (matched on "METHOD path"), with the reason. */
@@ -24,7 +25,10 @@ const deferred: Array<[RegExp, string]> = [
   [/^POST \/v1\/projects\/\{id\}\/key$/, 'managed encryption (encryption issue)'],
   [/\.geojson$/, 'GeoJSON (not in the spec table; a later issue)'],
   [/submissions\.geojson/, 'GeoJSON (a later issue)'],
-  [/\/datasets/, 'entities and datasets (entities issue)'],
+  [/\/datasets\/\{name\}\.svc/, 'the Datasets OData feed (entities issue, not yet)'],
+  [/\/datasets\/\{name\}\/integrity/, 'entity integrity for offline clients (not yet)'],
+  [/^DELETE \/v1\/projects\/\{projectId\}\/datasets\/\{name\}(\/properties\/\{propertyName\})?$/, 'Dataset and property deletion (not yet)'],
+  [/\/entities\/\{uuid\}\/geojson$/, 'entity GeoJSON (not yet)'],
 ];
 
 /** A regex for a Hono route path: `:name{re}` keeps its pattern, `:name` is one segment. */

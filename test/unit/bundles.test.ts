@@ -3,7 +3,7 @@ import { describe, expect, test } from 'vitest';
 
 // Every group must bundle for Workers (workerd) without Node-only modules: lib/ code runs on both,
 // and only lib/runtime/node.ts may reach PGlite or the file system.
-const groups = ['projects', 'assignments', 'users', 'audits', 'forms', 'submissions', 'exports'];
+const groups = ['projects', 'assignments', 'users', 'audits', 'forms', 'submissions', 'exports', 'entities'];
 
 describe('Workers bundles', () => {
   test.each([...groups.map((g) => `functions/${g}/worker.ts`), 'infra/workers/gateway.ts'])('%s bundles without PGlite or node:fs', async (entry) => {

@@ -1,0 +1,412 @@
+/**
+ * Entities: the API verbs (D/entities…), creation and updates from submissions (through lib/jobs:
+ * ./from-submissions.ts registers its handlers when this module loads), and the entity list CSV.
+ * Above lib/datasets, lib/forms and lib/submissions; nothing below imports it (DESIGN, Reactions
+ * between domains). Spec: interface.md (Entity, Entity Version, Entities endpoints, States: Entity);
+ * central-api.yaml (Entity Management).
+ */
+import { and, asc, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
+import { actors, audits, entities, entityDefs, entityDefSources, type ActorRow, type EntityDefRow, type EntityRow } from '../../drizzle/schema';
+import { actorJson } from '../actors';
+import { auditJson } from '../audits';
+import { audit } from '../audits/log';
+import { canOrReject } from '../authz/can';
+import { withTx, type Ctx } from '../context';
+import { datasetActee, getDatasetOrNotFound, publishedProperties, type LoadedDataset } from '../datasets';
+import { csvLine } from '../exports/rows';
+import { problems } from '../problem';
+import {
+  entityJson, entityUniquenessViolationWithDeleted, entityVersionConflict, noConflictEntity, readEntityBody, unexpectedAttributes,
+  versionDiffs, versionJson, withConflictDetails, type EntityInput,
+} from './model';
+import './from-submissions';
+
+
+/** Loads a published Dataset and checks `verb` on it. @throws 404.1; 401.2/403.1. */
+async function loadDataset(ctx: Ctx, projectId: number, name: string, verb: string): Promise<LoadedDataset> {
+  const d = await getDatasetOrNotFound(ctx, projectId, name);
+  await canOrReject(ctx, verb, datasetActee(d));
+  return d;
+}
+
+/** An entity of a Dataset with its current version. @throws 404.1. Reads only. */
+export async function getEntityOrNotFound(ctx: Ctx, datasetId: number, uuid: string, deleted = false): Promise<{ entity: EntityRow; def: EntityDefRow }> {
+  const [row] = await ctx.db.select({ entity: entities, def: entityDefs }).from(entities)
+    .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
+    .where(and(eq(entities.datasetId, datasetId), eq(entities.uuid, uuid.toLowerCase()),
+      deleted ? isNotNull(entities.deletedAt) : isNull(entities.deletedAt)));
+  if (!row) throw problems.user.notFound();
+  return row;
+}
+
+async function actorMap(ctx: Ctx, ids: Array<number | null>): Promise<Map<number, ActorRow>> {
+  const wanted = [...new Set(ids.filter((x): x is number => x != null))];
+  if (wanted.length === 0) return new Map();
+  return new Map((await ctx.db.select().from(actors).where(inArray(actors.id, wanted))).map((a) => [a.id, a]));
+}
+
+async function fullJson(ctx: Ctx, e: { entity: EntityRow; def: EntityDefRow }, extended: boolean) {
+  if (!extended) return entityJson(e.entity, e.def, true);
+  const people = await actorMap(ctx, [e.entity.creatorId, e.def.creatorId]);
+  return entityJson(e.entity, e.def, true, {
+    entity: people.get(e.entity.creatorId ?? -1) ?? null, version: people.get(e.def.creatorId ?? -1) ?? null,
+  });
+}
+
+/**
+ * Entities of a Dataset (GET D/entities), oldest first, without data; `deleted` lists the deleted
+ * ones; extended adds the creators. @throws 404.1; 401.2/403.1 without entity.list. Reads only.
+ */
+export async function listEntities(ctx: Ctx, projectId: number, name: string, opts: { deleted: boolean; extended: boolean }) {
+  const d = await loadDataset(ctx, projectId, name, 'entity.list');
+  const rows = await ctx.db.select({ entity: entities, def: entityDefs }).from(entities)
+    .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
+    .where(and(eq(entities.datasetId, d.dataset.id), opts.deleted ? isNotNull(entities.deletedAt) : isNull(entities.deletedAt)))
+    .orderBy(asc(entities.createdAt), asc(entities.id));
+  if (!opts.extended) return rows.map((r) => entityJson(r.entity, r.def, false));
+  const people = await actorMap(ctx, rows.flatMap((r) => [r.entity.creatorId, r.def.creatorId]));
+  return rows.map((r) => entityJson(r.entity, r.def, false, {
+    entity: people.get(r.entity.creatorId ?? -1) ?? null, version: people.get(r.def.creatorId ?? -1) ?? null,
+  }));
+}
+
+/** One entity with its current data (GET E). @throws 404.1; 401.2/403.1 without entity.read. Reads only. */
+export async function getEntity(ctx: Ctx, projectId: number, name: string, uuid: string, extended: boolean) {
+  const d = await loadDataset(ctx, projectId, name, 'entity.read');
+  return fullJson(ctx, await getEntityOrNotFound(ctx, d.dataset.id, uuid), extended);
+}
+
+/** Actors who created entities of a Dataset, by displayName (GET D/entities/creators). @throws 404.1; 403.1. */
+export async function listCreators(ctx: Ctx, projectId: number, name: string) {
+  const d = await loadDataset(ctx, projectId, name, 'entity.list');
+  const rows = await ctx.db.selectDistinct({ a: actors }).from(entities).innerJoin(actors, eq(actors.id, entities.creatorId))
+    .where(eq(entities.datasetId, d.dataset.id));
+  return rows.map((r) => r.a).sort((a, b) => a.displayName.localeCompare(b.displayName) || a.id - b.id).map(actorJson);
+}
+
+/** Rejects uuids already used by a deleted entity (409.19) or a live one (409.3). */
+async function checkUuidsFree(tx: Ctx, uuids: string[]): Promise<void> {
+  if (uuids.length === 0) return;
+  const taken = await tx.db.select({ uuid: entities.uuid, deletedAt: entities.deletedAt }).from(entities).where(inArray(entities.uuid, uuids));
+  const deleted = taken.filter((t) => t.deletedAt != null).map((t) => t.uuid);
+  if (deleted.length > 0) throw entityUniquenessViolationWithDeleted({ entityUuids: deleted });
+  if (taken.length > 0) throw problems.user.uniquenessViolation({ fields: ['uuid'], values: [taken[0]!.uuid], table: 'entities' });
+  if (new Set(uuids).size !== uuids.length) {
+    const dup = uuids.find((u, i) => uuids.indexOf(u) !== i)!;
+    throw problems.user.uniquenessViolation({ fields: ['uuid'], values: [dup], table: 'entities' });
+  }
+}
+
+/**
+ * Inserts entities with their first versions from one source, in batches.
+ * @returns the inserted entity and def rows in input order. Effects: entities, entity_defs rows.
+ */
+export async function insertEntities(
+  tx: Ctx, datasetId: number, inputs: EntityInput[], sourceId: number,
+  who: { creatorId: number | null; userAgent: string | null }, extra: Partial<EntityDefRow> = {},
+): Promise<Array<{ entity: EntityRow; def: EntityDefRow }>> {
+  const out: Array<{ entity: EntityRow; def: EntityDefRow }> = [];
+  for (let i = 0; i < inputs.length; i += 1000) {
+    const batch = inputs.slice(i, i + 1000);
+    const now = new Date();
+    const rows = await tx.db.insert(entities)
+      .values(batch.map((e) => ({ uuid: e.uuid, datasetId, creatorId: who.creatorId, createdAt: now })))
+      .returning();
+    const byUuid = new Map(rows.map((r) => [r.uuid, r]));
+    const defs = await tx.db.insert(entityDefs).values(batch.map((e) => ({
+      entityId: byUuid.get(e.uuid)!.id, sourceId, current: true, version: 1, label: e.label ?? '', data: e.data,
+      dataReceived: e.dataReceived, creatorId: who.creatorId, userAgent: who.userAgent, createdAt: now, ...extra,
+    }))).returning();
+    const defByEntity = new Map(defs.map((d) => [d.entityId, d]));
+    for (const e of batch) {
+      const entity = byUuid.get(e.uuid)!;
+      out.push({ entity, def: defByEntity.get(entity.id)! });
+    }
+  }
+  return out;
+}
+
+/**
+ * Creates entities through the API (POST D/entities): one (`{ uuid?, label, data }`, answering
+ * the Entity) or many (`{ entities: [...], source: { name, size? } }`, answering `{ success: true }`).
+ * Effects: entity_def_sources, entities, entity_defs rows; audit `entity.create`
+ *   `{ entityId, entityDefId, entity: { uuid, dataset } }` or `entity.bulk.create` `{ sourceId }`.
+ * @throws 404.1; 403.1 without entity.create; 400.x body errors (./model readEntityBody); 400.31 bulk
+ *   `entities` not a non-empty array; 400.2 / 400.11 source; 409.3 / 409.19 uuid taken.
+ */
+export async function createEntities(ctx: Ctx, projectId: number, name: string, body: unknown, userAgent: string | null, notes: string | null) {
+  return withTx(ctx, async (tx) => {
+    const d = await loadDataset(tx, projectId, name, 'entity.create');
+    const names = (await publishedProperties(tx, d.dataset.id)).map((p) => p.name);
+    const b = (body ?? {}) as Record<string, unknown>;
+    const who = { creatorId: tx.auth.actor?.id ?? null, userAgent: userAgent?.trim() ? userAgent : null };
+    if (b.entities === undefined) {
+      const input = readEntityBody(b, names, false);
+      await checkUuidsFree(tx, [input.uuid]);
+      const [source] = await tx.db.insert(entityDefSources).values({ type: 'api', details: null }).returning();
+      const [created] = await insertEntities(tx, d.dataset.id, [input], source!.id, who);
+      await audit(tx, tx, 'entity.create', d.dataset.acteeId, {
+        entityId: created!.entity.id, entityDefId: created!.def.id, entity: { uuid: input.uuid, dataset: d.dataset.name },
+      }, notes);
+      return { bulk: false as const, json: await fullJson(tx, created!, false) };
+    }
+    if (!Array.isArray(b.entities)) throw unexpectedAttributes({ expected: ['entities: [...]'], actual: ['not an array'] });
+    if (b.entities.length === 0) throw unexpectedAttributes({ expected: ['entities: [...]'], actual: ['empty array'] });
+    const inputs = b.entities.map((e) => readEntityBody(e, names, false));
+    const src = b.source as Record<string, unknown> | undefined;
+    if (src == null) throw problems.user.missingParameter({ field: 'source' });
+    if (!src.name) throw problems.user.missingParameter({ field: 'source.name' });
+    if (typeof src.name !== 'string') throw problems.user.invalidDataTypeOfParameter({ field: 'name', expected: 'string' });
+    if (src.size != null && typeof src.size !== 'number') throw problems.user.invalidDataTypeOfParameter({ field: 'size', expected: 'number' });
+    await checkUuidsFree(tx, inputs.map((i) => i.uuid));
+    const details = { name: src.name, ...(src.size ? { size: src.size } : {}), count: inputs.length, userAgent: who.userAgent };
+    const [source] = await tx.db.insert(entityDefSources).values({ type: 'bulk', details }).returning();
+    await insertEntities(tx, d.dataset.id, inputs, source!.id, who);
+    await audit(tx, tx, 'entity.bulk.create', d.dataset.acteeId, { sourceId: source!.id }, notes);
+    return { bulk: true as const, json: { success: true } };
+  });
+}
+
+/** Takes the transaction-scoped advisory lock of an entity uuid (Central's _lockEntity). */
+export async function lockEntity(tx: Ctx, uuid: string): Promise<void> {
+  const id = BigInt.asIntN(64, BigInt(`0x${uuid.replaceAll('-', '').slice(0, 15)}`));
+  await tx.db.execute(sql`select pg_advisory_xact_lock(${id.toString()}::bigint)`);
+}
+
+/**
+ * Adds a version (PATCH E `{ label?, data? }`); `baseVersion` must be the current version unless
+ * `force`; `resolve` clears a conflict (without a body: no new version).
+ * @returns Entity JSON with data. Effects: entity_defs row (the old one not current), entities
+ *   updatedAt/conflict; audits `entity.update.version` and/or `entity.update.resolve`.
+ * @throws 404.1; 403.1 without entity.update; 400.32 resolve without conflict; 409.15 stale or
+ *   missing baseVersion; body errors as create.
+ */
+export async function updateEntity(
+  ctx: Ctx, t: { projectId: number; name: string; uuid: string },
+  q: { baseVersion?: string; force?: string; resolve?: string }, body: unknown, userAgent: string | null,
+) {
+  return withTx(ctx, async (tx) => {
+    const d = await loadDataset(tx, t.projectId, t.name, 'entity.update');
+    const found = await getEntityOrNotFound(tx, d.dataset.id, t.uuid);
+    await lockEntity(tx, found.entity.uuid);
+    const current = await getEntityOrNotFound(tx, d.dataset.id, t.uuid);
+    const resolve = q.resolve === 'true';
+    if (resolve && current.entity.conflict == null) throw noConflictEntity();
+    if (q.baseVersion !== String(current.def.version) && q.force !== 'true') {
+      throw entityVersionConflict({ current: current.def.version, provided: q.baseVersion as string });
+    }
+    const empty = body == null || (typeof body === 'object' && Object.keys(body as object).length === 0);
+    let result = current;
+    if (!(resolve && empty)) {
+      const names = (await publishedProperties(tx, d.dataset.id)).map((p) => p.name);
+      const input = readEntityBody(body, names, true);
+      result = await addVersion(tx, current, {
+        label: input.label ?? current.def.label, data: { ...current.def.data, ...input.data }, dataReceived: input.dataReceived,
+        baseVersion: current.def.version, conflict: current.entity.conflict, conflictingProperties: null,
+        source: { type: 'api' }, creatorId: tx.auth.actor?.id ?? null, userAgent: userAgent?.trim() ? userAgent : null,
+      });
+      await audit(tx, tx, 'entity.update.version', d.dataset.acteeId, {
+        entityId: result.entity.id, entityDefId: result.def.id, entity: { uuid: result.entity.uuid, dataset: d.dataset.name },
+      });
+    }
+    if (resolve) {
+      const [e] = await tx.db.update(entities).set({ conflict: null, updatedAt: new Date() }).where(eq(entities.id, result.entity.id)).returning();
+      result = { entity: e!, def: result.def };
+      await audit(tx, tx, 'entity.update.resolve', d.dataset.acteeId, {
+        entityId: result.entity.id, entityDefId: result.def.id, entity: { uuid: result.entity.uuid, dataset: d.dataset.name },
+      });
+    }
+    return fullJson(tx, result, false);
+  });
+}
+
+/** A new version's content and bookkeeping (./from-submissions and PATCH). */
+export interface NewVersion {
+  label: string;
+  data: Record<string, string>;
+  dataReceived: Record<string, string>;
+  baseVersion: number;
+  conflict: 'soft' | 'hard' | null;
+  conflictingProperties: string[] | null;
+  source: { type: 'api' | 'submission'; submissionDefId?: number; details?: unknown; id?: number };
+  creatorId: number | null;
+  userAgent: string | null;
+  branchId?: string | null;
+  trunkVersion?: number | null;
+  branchBaseVersion?: number | null;
+}
+
+/**
+ * Appends a version to an entity (the caller holds its lock). Effects: entity_def_sources (unless
+ * `source.id`), entity_defs, entities updatedAt/conflict. @returns the entity and new version.
+ */
+export async function addVersion(tx: Ctx, current: { entity: EntityRow; def: EntityDefRow }, v: NewVersion) {
+  const sourceId = v.source.id ?? (await tx.db.insert(entityDefSources)
+    .values({ type: v.source.type, submissionDefId: v.source.submissionDefId ?? null, details: v.source.details ?? null })
+    .returning())[0]!.id;
+  await tx.db.update(entityDefs).set({ current: false }).where(and(eq(entityDefs.entityId, current.entity.id), eq(entityDefs.current, true)));
+  const [def] = await tx.db.insert(entityDefs).values({
+    entityId: current.entity.id, sourceId, current: true, version: current.def.version + 1, baseVersion: v.baseVersion,
+    label: v.label, data: v.data, dataReceived: v.dataReceived, conflictingProperties: v.conflictingProperties, conflict: v.conflict,
+    creatorId: v.creatorId, userAgent: v.userAgent, branchId: v.branchId ?? null, trunkVersion: v.trunkVersion ?? null,
+    branchBaseVersion: v.branchBaseVersion ?? null,
+  }).returning();
+  const [entity] = await tx.db.update(entities).set({ updatedAt: new Date(), conflict: v.conflict })
+    .where(eq(entities.id, current.entity.id)).returning();
+  return { entity: entity!, def: def! };
+}
+
+/**
+ * Soft-deletes an entity (DELETE E). Effects: deletedAt; audit `entity.delete` `{ entity: { uuid } }`.
+ * @throws 404.1; 403.1 without entity.delete.
+ */
+export async function deleteEntity(ctx: Ctx, projectId: number, name: string, uuid: string) {
+  await withTx(ctx, async (tx) => {
+    const d = await loadDataset(tx, projectId, name, 'entity.delete');
+    const { entity } = await getEntityOrNotFound(tx, d.dataset.id, uuid);
+    await tx.db.update(entities).set({ deletedAt: new Date() }).where(eq(entities.id, entity.id));
+    await audit(tx, tx, 'entity.delete', d.dataset.acteeId, { entity: { uuid: entity.uuid } });
+  });
+}
+
+/**
+ * Restores a deleted entity (POST E/restore). Effects: deletedAt cleared, updatedAt; audit
+ * `entity.restore`. @throws 404.1 not deleted; 403.1 without entity.restore.
+ */
+export async function restoreEntity(ctx: Ctx, projectId: number, name: string, uuid: string) {
+  await withTx(ctx, async (tx) => {
+    const d = await loadDataset(tx, projectId, name, 'entity.restore');
+    const { entity } = await getEntityOrNotFound(tx, d.dataset.id, uuid, true);
+    await tx.db.update(entities).set({ deletedAt: null, updatedAt: new Date() }).where(eq(entities.id, entity.id));
+    await audit(tx, tx, 'entity.restore', d.dataset.acteeId, { entity: { uuid: entity.uuid } });
+  });
+}
+
+/**
+ * Soft-deletes or restores several entities (POST D/entities/bulk-delete, bulk-restore `{ ids }`).
+ * @returns `{ count }`. Effects: deletedAt; audit `entity.delete`/`entity.restore` for one,
+ *   `entity.bulk.delete`/`entity.bulk.restore` `{ entityUuids }` for several.
+ * @throws 404.1; 403.1; 400.2 / 400.11 ids.
+ */
+export async function bulkSetDeleted(ctx: Ctx, projectId: number, name: string, body: unknown, restore: boolean) {
+  return withTx(ctx, async (tx) => {
+    const d = await loadDataset(tx, projectId, name, restore ? 'entity.restore' : 'entity.delete');
+    const ids = (body as { ids?: unknown } | null)?.ids;
+    if (ids == null) throw problems.user.missingParameter({ field: 'ids' });
+    if (!Array.isArray(ids) || ids.some((x) => typeof x !== 'string')) throw problems.user.invalidDataTypeOfParameter({ field: 'ids', expected: 'array' });
+    if (ids.length === 0) return { count: 0 };
+    const rows = await tx.db.update(entities).set(restore ? { deletedAt: null, updatedAt: new Date() } : { deletedAt: new Date() })
+      .where(and(eq(entities.datasetId, d.dataset.id), inArray(entities.uuid, (ids as string[]).map((x) => x.toLowerCase())),
+        restore ? isNotNull(entities.deletedAt) : isNull(entities.deletedAt)))
+      .returning({ uuid: entities.uuid });
+    const uuids = rows.map((r) => r.uuid);
+    if (uuids.length === 1) await audit(tx, tx, restore ? 'entity.restore' : 'entity.delete', d.dataset.acteeId, { entity: { uuid: uuids[0] } });
+    else if (uuids.length > 1) await audit(tx, tx, restore ? 'entity.bulk.restore' : 'entity.bulk.delete', d.dataset.acteeId, { entityUuids: uuids });
+    return { count: uuids.length };
+  });
+}
+
+async function entityAudits(ctx: Ctx, acteeId: string, uuid: string) {
+  return ctx.db.select().from(audits).where(and(
+    eq(audits.acteeId, acteeId),
+    sql`(${audits.details} -> 'entity' ->> 'uuid' = ${uuid} or ${audits.details} -> 'entityUuids' ? ${uuid})`,
+  )).orderBy(desc(audits.loggedAt), desc(audits.id));
+}
+
+/**
+ * Versions of an entity, oldest first, with conflict details (GET E/versions); `relevantToConflict`
+ * keeps only those the conflict resolution needs; extended adds each creator.
+ * @throws 404.1; 401.2/403.1 without entity.read. Reads only.
+ */
+export async function listVersions(ctx: Ctx, projectId: number, name: string, uuid: string, opts: { extended: boolean; relevantToConflict: boolean }) {
+  const d = await loadDataset(ctx, projectId, name, 'entity.read');
+  const { entity } = await getEntityOrNotFound(ctx, d.dataset.id, uuid);
+  const defs = await ctx.db.select({ def: entityDefs, source: entityDefSources }).from(entityDefs)
+    .leftJoin(entityDefSources, eq(entityDefSources.id, entityDefs.sourceId))
+    .where(eq(entityDefs.entityId, entity.id)).orderBy(asc(entityDefs.version));
+  const people = opts.extended ? await actorMap(ctx, defs.map((r) => r.def.creatorId)) : null;
+  const log = await entityAudits(ctx, d.dataset.acteeId, entity.uuid);
+  const resolved = log.find((a) => a.action === 'entity.update.resolve');
+  const sources = await sourceJsonFor(ctx, defs.map((r) => r.source));
+  return withConflictDetails(defs.map((r, i) => ({
+    def: r.def,
+    ...versionJson(r.def, true, people ? (people.get(r.def.creatorId ?? -1) ?? null) : undefined),
+    source: sources[i],
+  })), resolved ? Number((resolved.details as { entityDefId?: number }).entityDefId ?? 0) : null, opts.relevantToConflict);
+}
+
+async function sourceJsonFor(ctx: Ctx, sources: Array<typeof entityDefSources.$inferSelect | null>) {
+  const { submissionRefs } = await import('./from-submissions');
+  const refs = await submissionRefs(ctx, sources.map((s) => s?.submissionDefId ?? null));
+  return sources.map((s) => {
+    if (!s) return {};
+    if (s.type === 'submission' && s.submissionDefId != null) return refs.get(s.submissionDefId) ?? {};
+    return s.details ?? {};
+  });
+}
+
+/** Property diffs between consecutive versions (GET E/diffs). @throws 404.1; 403.1. Reads only. */
+export async function listDiffs(ctx: Ctx, projectId: number, name: string, uuid: string) {
+  const d = await loadDataset(ctx, projectId, name, 'entity.read');
+  const { entity } = await getEntityOrNotFound(ctx, d.dataset.id, uuid);
+  const defs = await ctx.db.select().from(entityDefs).where(eq(entityDefs.entityId, entity.id)).orderBy(asc(entityDefs.version));
+  return versionDiffs(defs);
+}
+
+/**
+ * An entity's audit log, newest first (GET E/audits), with the submission that made a version
+ * where there is one; extended adds `actor`. @throws 404.1; 403.1 without entity.read. Reads only.
+ */
+export async function listEntityAudits(ctx: Ctx, projectId: number, name: string, uuid: string, extended: boolean) {
+  const d = await loadDataset(ctx, projectId, name, 'entity.read');
+  const { entity } = await getEntityOrNotFound(ctx, d.dataset.id, uuid);
+  const rows = await entityAudits(ctx, d.dataset.acteeId, entity.uuid);
+  const people = extended ? await actorMap(ctx, rows.map((r) => r.actorId)) : null;
+  return rows.map((r) => ({
+    ...auditJson(r),
+    ...(people ? { actor: r.actorId != null && people.has(r.actorId) ? actorJson(people.get(r.actorId)!) : null } : {}),
+  }));
+}
+
+/**
+ * The entity list as CSV (GET D/entities.csv): `__id,label,<properties>,__createdAt,__creatorId,
+ * __creatorName,__updates,__updatedAt,__version`, oldest first, streamed in batches.
+ * @throws 404.1; 401.2/403.1 without entity.list. Reads only.
+ */
+export async function entitiesCsv(ctx: Ctx, projectId: number, name: string): Promise<{ filename: string; body: ReadableStream<Uint8Array> }> {
+  const d = await loadDataset(ctx, projectId, name, 'entity.list');
+  const props = (await publishedProperties(ctx, d.dataset.id)).map((p) => p.name);
+  const enc = new TextEncoder();
+  const header = csvLine(['__id', 'label', ...props, '__createdAt', '__creatorId', '__creatorName', '__updates', '__updatedAt', '__version']);
+  let after: { createdAt: Date; id: number } | null = null;
+  let sentHeader = false;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!sentHeader) {
+        sentHeader = true;
+        controller.enqueue(enc.encode(header));
+      }
+      const rows: Array<{ e: EntityRow; def: EntityDefRow; creator: string | null }> = await ctx.db
+        .select({ e: entities, def: entityDefs, creator: actors.displayName }).from(entities)
+        .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
+        .leftJoin(actors, eq(actors.id, entities.creatorId))
+        .where(and(eq(entities.datasetId, d.dataset.id), isNull(entities.deletedAt),
+          after ? sql`(${entities.createdAt}, ${entities.id}) > (${after.createdAt.toISOString()}::timestamptz, ${after.id})` : undefined))
+        .orderBy(asc(entities.createdAt), asc(entities.id)).limit(5000);
+      if (rows.length === 0) {
+        controller.close();
+        return;
+      }
+      let out = '';
+      for (const r of rows) {
+        out += csvLine([r.e.uuid, r.def.label, ...props.map((p) => r.def.data[p] ?? ''), r.e.createdAt.toISOString(),
+          r.e.creatorId == null ? '' : String(r.e.creatorId), r.creator ?? '', String(r.def.version - 1),
+          r.e.updatedAt ? r.e.updatedAt.toISOString() : '', String(r.def.version)]);
+      }
+      const last = rows[rows.length - 1]!;
+      after = { createdAt: last.e.createdAt, id: last.e.id };
+      controller.enqueue(enc.encode(out));
+    },
+  });
+  return { filename: `${d.dataset.name}.csv`, body };
+}

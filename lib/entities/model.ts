@@ -1,0 +1,182 @@
+/**
+ * Entity JSON and the pure rules of Entities: validation of API bodies (Central's
+ * lib/data/entity.js behaviour: uuid, label, data), property diffs and conflict details for
+ * version listings. Spec: interface.md (Entity, Entity Version, Entity property diff, States: Entity).
+ */
+import type { ActorRow, EntityDefRow, EntityRow } from '../../drizzle/schema';
+import { actorJson, iso } from '../actors';
+import { Problem, problems } from '../problem';
+
+export const invalidEntity = (reason: string) => new Problem(400.28, `The entity is invalid. ${reason}`, { reason });
+export const unexpectedAttributes = (d: { expected: string[]; actual: string[] }) =>
+  new Problem(400.31, `Expected parameters: (${d.expected.join(', ')}). Got (${d.actual.join(', ')}).`, d);
+export const noConflictEntity = () => new Problem(400.32, "The Entity doesn't have any conflict");
+export const entityVersionConflict = (d: { current: number; provided: number | string }) =>
+  new Problem(409.15, `Current version of the Entity is '${d.current}' and you provided '${d.provided}'. Please correct the version number or pass '?force=true' in the URL to forcefully update the Entity.`, d);
+export const entityUniquenessViolationWithDeleted = (d: { entityUuids: string[] }) =>
+  new Problem(409.19, `The following UUID(s) cannot be used because they are associated with deleted Entities: (${d.entityUuids.join(', ')}).`, d);
+export const datasetNotFoundInSubmission = (d: { datasetName: string }) =>
+  new Problem(404.7, `The dataset (${d.datasetName}) specified in the submission does not exist.`, d);
+export const entityNotFound = (d: { entityUuid: string; datasetName: string }) =>
+  new Problem(404.8, `The entity with UUID (${d.entityUuid}) specified in the submission does not exist in the dataset (${d.datasetName}).`, d);
+export const entityVersionNotFound = (d: { baseVersion: number | string; entityUuid: string; datasetName: string }) =>
+  new Problem(404.9, `Base version (${d.baseVersion}) does not exist for entity UUID (${d.entityUuid}) in dataset (${d.datasetName}).`, d);
+export const entityDeleted = (d: { entityUuid: string }) => new Problem(404.11, `The entity with UUID (${d.entityUuid}) has been deleted.`, d);
+export const entityActionNotPermitted = (d: { action: string; permitted: string[] }) =>
+  new Problem(409.14, `The submission attempts an entity ${d.action}, but the form does not permit that action.`, d);
+
+const UUID = /^(uuid:)?([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})$/i;
+
+/**
+ * A v4 UUID, optionally `uuid:`-prefixed, lower-cased without the prefix.
+ * @throws 400.2 blank; 400.11 not a v4 UUID. Pure.
+ */
+export function normalizeUuid(id: string | null | undefined, field = 'uuid'): string {
+  if (id == null || id.trim() === '') throw problems.user.missingParameter({ field });
+  const m = UUID.exec(id);
+  if (!m) throw problems.user.invalidDataTypeOfParameter({ field, expected: 'valid version 4 UUID' });
+  return m[2]!.toLowerCase();
+}
+
+/** A new v4 UUID. */
+export const newUuid = (): string => crypto.randomUUID();
+
+export interface EntityInput {
+  uuid: string;
+  label: string | null;
+  data: Record<string, string>;
+  dataReceived: Record<string, string>;
+}
+
+/**
+ * Reads one entity of an API body (`{ uuid?, label, data? }`), or a PATCH body (`existing`: label
+ * optional, no uuid). Values must be strings and properties must exist.
+ * @throws 400.31 other keys; 400.11 wrong types; 400.2 no label (create); 400.8 blank label;
+ *   400.28 nothing given, or an unknown property. Pure.
+ */
+export function readEntityBody(body: unknown, propertyNames: string[], patch: boolean): EntityInput {
+  const b = (body ?? {}) as Record<string, unknown>;
+  const allowed = patch ? ['label', 'data'] : ['label', 'uuid', 'data'];
+  const keys = Object.keys(b);
+  if (keys.some((k) => !['label', 'uuid', 'data'].includes(k)) || (patch && keys.includes('uuid'))) {
+    throw unexpectedAttributes({ expected: patch ? ['label', 'uuid', 'data'] : allowed, actual: keys });
+  }
+  let uuid = '';
+  if (!patch) {
+    if (b.uuid != null && typeof b.uuid !== 'string') throw problems.user.invalidDataTypeOfParameter({ field: 'uuid', expected: 'string' });
+    uuid = b.uuid ? normalizeUuid(b.uuid as string) : newUuid();
+  }
+  let label: string | null = null;
+  if (b.label != null) {
+    if (typeof b.label !== 'string') throw problems.user.invalidDataTypeOfParameter({ field: 'label', expected: 'string' });
+    if (b.label.trim() === '') throw problems.user.unexpectedValue({ field: 'label', value: '(empty string)', reason: 'Label cannot be blank.' });
+    label = b.label;
+  } else if (!patch) {
+    throw problems.user.missingParameter({ field: 'label' });
+  }
+  if (b.data == null && b.label == null) throw invalidEntity('No entity data or label provided.');
+  const data: Record<string, string> = {};
+  if (b.data != null) {
+    if (typeof b.data !== 'object' || Array.isArray(b.data)) throw problems.user.invalidDataTypeOfParameter({ field: 'data', expected: 'object' });
+    for (const [k, v] of Object.entries(b.data as Record<string, unknown>)) {
+      if (typeof v !== 'string') throw problems.user.invalidDataTypeOfParameter({ field: k, expected: 'string' });
+      if (!propertyNames.includes(k)) throw invalidEntity(`You specified the dataset property [${k}] which does not exist.`);
+      data[k] = v;
+    }
+  }
+  const dataReceived: Record<string, string> = { ...data, ...(label != null ? { label } : {}) };
+  return { uuid, label, data, dataReceived };
+}
+
+/** Entity Version JSON (Central's readable fields, in order); `withData` adds data and dataReceived. Pure. */
+export function versionJson(def: EntityDefRow, withData: boolean, creator?: ActorRow | null): Record<string, unknown> {
+  return {
+    current: def.current,
+    label: def.label,
+    creatorId: def.creatorId,
+    userAgent: def.userAgent,
+    ...(withData ? { data: def.data } : {}),
+    version: def.version,
+    baseVersion: def.baseVersion,
+    ...(withData ? { dataReceived: def.dataReceived } : {}),
+    conflictingProperties: def.conflictingProperties,
+    createdAt: def.createdAt.toISOString(),
+    branchId: def.branchId,
+    trunkVersion: def.trunkVersion,
+    branchBaseVersion: def.branchBaseVersion,
+    ...(creator !== undefined ? { creator: creator ? actorJson(creator) : null } : {}),
+  };
+}
+
+/** Entity JSON with its current version; extended (`creators` given) adds the creators. Pure. */
+export function entityJson(
+  e: EntityRow, def: EntityDefRow, withData: boolean, creators?: { entity: ActorRow | null; version: ActorRow | null },
+): Record<string, unknown> {
+  return {
+    uuid: e.uuid,
+    creatorId: e.creatorId,
+    conflict: e.conflict,
+    createdAt: e.createdAt.toISOString(),
+    updatedAt: iso(e.updatedAt),
+    deletedAt: iso(e.deletedAt),
+    ...(creators ? { creator: creators.entity ? actorJson(creators.entity) : null } : {}),
+    currentVersion: versionJson(def, withData, creators ? creators.version : undefined),
+  };
+}
+
+/** Keys of `received` whose value differs from (or is missing in) `other` (Central's getDiffProp). Pure. */
+export const diffProps = (received: Record<string, string>, other: Record<string, string>): string[] =>
+  Object.keys(received).filter((k) => !(k in other) || received[k] !== other[k]);
+
+/** Property diffs between consecutive versions, label included: `[[{ old, new, propertyName }]]`. Pure. */
+export function versionDiffs(defs: EntityDefRow[]): Array<Array<{ old: string | undefined; new: string | undefined; propertyName: string }>> {
+  const withLabel: Array<Record<string, string>> = defs.map((d) => ({ ...d.data, label: d.label }));
+  const out = [];
+  for (let i = 1; i < withLabel.length; i += 1) {
+    const cur = withLabel[i]!;
+    const prev = withLabel[i - 1]!;
+    out.push(Object.keys(cur).filter((k) => cur[k] !== prev[k]).map((k) => ({ old: prev[k], new: cur[k], propertyName: k })));
+  }
+  return out;
+}
+
+/**
+ * Version listing with conflict details (Central's getWithConflictDetails, without offline
+ * branch contiguity): each version gets conflict, resolved, baseDiff, serverDiff, lastGoodVersion,
+ * relevantToConflict. @param lastResolvedDefId the def id of the last `entity.update.resolve`. Pure.
+ */
+export function withConflictDetails(
+  defs: Array<Record<string, unknown> & { def: EntityDefRow }>, lastResolvedDefId: number | null, relevantOnly: boolean,
+): Array<Record<string, unknown>> {
+  const result: Array<Record<string, unknown>> = [];
+  let lastGood = 0;
+  const relevantBase = new Set<number>();
+  const byVersion = new Map(defs.map((d) => [d.def.version, d.def]));
+  for (const { def, ...json } of defs) {
+    const v: Record<string, unknown> = { ...json, conflict: null, resolved: false, baseDiff: [], serverDiff: [], lastGoodVersion: false };
+    if (def.version > 1 && def.baseVersion != null) {
+      const base = byVersion.get(def.baseVersion);
+      const prev = byVersion.get(def.version - 1);
+      const conflict = def.version !== def.baseVersion + 1;
+      if (base) v.baseDiff = diffProps(def.dataReceived, { ...base.data, label: base.label });
+      if (prev) v.serverDiff = diffProps(def.dataReceived, { ...prev.data, label: prev.label });
+      if (conflict) {
+        v.conflict = def.conflictingProperties && def.conflictingProperties.length > 0 ? 'hard' : 'soft';
+        v.resolved = lastResolvedDefId != null && lastResolvedDefId >= def.id;
+        if (!v.resolved && lastGood === 0) {
+          lastGood = def.version - 1;
+          const r = result[def.version - 2];
+          if (r) r.lastGoodVersion = true;
+        }
+      }
+      if (lastGood > 0) relevantBase.add(def.baseVersion);
+    }
+    result.push(v);
+  }
+  for (const v of result) {
+    const version = v.version as number;
+    v.relevantToConflict = lastGood > 0 && (version >= lastGood || relevantBase.has(version));
+  }
+  if (lastGood === 0 && result.length > 0) result[result.length - 1]!.lastGoodVersion = true;
+  return relevantOnly ? result.filter((v) => v.relevantToConflict) : result;
+}
