@@ -1,7 +1,8 @@
 import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, or } from 'drizzle-orm';
 import { z } from 'zod';
 import {
-  actees, actors, assignments, formAttachments, formDefs, forms, submissionAttachments, submissionDefs, submissions, type FormRow,
+  actees, actors, assignments, formAttachments, formDefs, forms, publicLinks, sessions, submissionAttachments, submissionDefs, submissions,
+  type FormRow,
 } from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
 import { audit } from '../audits/log';
@@ -420,8 +421,8 @@ export async function getVersionFields(ctx: Ctx, projectId: number, xmlFormId: s
 
 /**
  * Purges forms that have been in the Trash longer than 30 days (or all of them with `force`):
- * their definitions, attachment rows, assignments and actee go, and blobs no longer referenced are
- * deleted from the database and the store. A maintenance job (CLI `purge`).
+ * their definitions, attachment rows, assignments, public links (revoked) and actee go, and blobs
+ * no longer referenced are deleted from the database and the store. A maintenance job (CLI `purge`).
  * @returns the purged forms' ids. Effects: deletes rows and blobs; audit `form.purge` per form.
  */
 export async function purgeForms(ctx: Ctx, opts: { force: boolean; now?: Date }): Promise<number[]> {
@@ -459,6 +460,11 @@ async function purgeOne(tx: Ctx, form: FormRow): Promise<void> {
   }
   await tx.db.delete(formDefs).where(eq(formDefs.formId, form.id));
   await tx.db.delete(assignments).where(eq(assignments.acteeId, form.acteeId));
+  // Its public links go with it (Central cascades public_links on a form's deletion); their tokens die.
+  const linkActors = tx.db.select({ id: publicLinks.actorId }).from(publicLinks).where(eq(publicLinks.formId, form.id));
+  await tx.db.delete(sessions).where(inArray(sessions.actorId, linkActors));
+  await tx.db.update(actors).set({ deletedAt: new Date() }).where(and(inArray(actors.id, linkActors), isNull(actors.deletedAt)));
+  await tx.db.delete(publicLinks).where(eq(publicLinks.formId, form.id));
   await tx.db.delete(forms).where(eq(forms.id, form.id));
   await tx.db.update(actees).set({ purgedAt: new Date() }).where(eq(actees.id, form.acteeId));
 }

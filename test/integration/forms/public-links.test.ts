@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { describe, expect, test } from 'vitest';
 import { actors, assignments, publicLinks, sessions } from '../../../drizzle/schema';
+import { systemCtx } from '../../../lib/context';
+import { purgeForms } from '../../../lib/forms';
 import { harness, json, type As, type Harness } from '../../helpers/harness';
 import { userWithRole } from '../../helpers/roles';
 import { fixture, publishForm } from '../../helpers/submitting';
@@ -301,6 +303,16 @@ describe('revoking a public link', () => {
     expect((await h.auditActions()).slice(-1)).toEqual(['public_link.delete']);
     const grouped = await json(await h.get('/v1/audits?action=public_link', { as: 'alice' }));
     expect(grouped.map((a: { action: string }) => a.action)).toEqual(['public_link.delete', 'public_link.create', 'public_link.assignment.create']);
+  });
+
+  test('purging the form (Trash, then purge) takes its links along; their tokens stop working', async () => {
+    const h = await setup();
+    const link = await createLink(h);
+    expect((await h.delete(`/v1/projects/${h.projectId}/forms/simple`, { as: 'bob' })).status).toBe(200);
+    expect(await purgeForms(systemCtx(h.deps), { force: true })).toHaveLength(1);
+    expect(await h.db.select().from(publicLinks).where(eq(publicLinks.actorId, link.id))).toEqual([]);
+    expect(await h.db.select().from(sessions).where(eq(sessions.actorId, link.id))).toEqual([]);
+    expect((await h.get('/v1/users/current', { as: { key: link.token! } })).status).toBe(403);
   });
 
   test('a project manager may revoke it by ending its session (as the web UI does): token null, public_link.session.end', async () => {
