@@ -36,7 +36,8 @@ function parseKeyDetail(detail: string | undefined): { fields: string[]; values:
 /**
  * Maps a database error to the Problem Central answers for it, or returns null when it is not one
  * the client caused. 23505 unique → 409.3; 23503 foreign key → 400.14; 23502 not null → 400.2;
- * 22P02 bad input syntax, 22007/22008 bad or out-of-range date → 400.11; 22001 too long → 400.13 (lib/db/errors per DESIGN rule 7).
+ * 22P02 bad input syntax, 22007/22008 bad or out-of-range date → 400.11; 22001 too long → 400.13;
+ * 22003 out of range → 400.22; 22021/22P05 a NUL character in text → 400.11 (DESIGN rule 7).
  * @param err anything thrown by a query. Pure: no side effects.
  */
 export function problemFromDbError(err: unknown): Problem | null {
@@ -69,6 +70,13 @@ export function problemFromDbError(err: unknown): Problem | null {
       return new Problem(400.11, 'Invalid input data type.', { value: pg.detail ?? null, expected: 'valid input' });
     case '22001':
       return new Problem(400.13, 'The value provided is too long.', {});
+    case '22003': { // numeric value out of range (Central: 400.22)
+      const m = /value "([^"]+)" is out of range for type (\w+)/.exec((pg as { message?: string }).message ?? '');
+      return problems.user.valueOutOfRangeForType({ value: m?.[1] ?? '', type: m?.[2] ?? 'integer' });
+    }
+    case '22021': // a NUL character (or invalid byte) in a text value: PostgreSQL stores no such text
+    case '22P05':
+      return problems.user.invalidDataTypeOfParameter({ value: '\\u0000', expected: 'text without NUL characters' });
     default:
       return null;
   }

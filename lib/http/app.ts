@@ -89,6 +89,23 @@ export function notFoundProblem(path: string): Problem {
 }
 
 /**
+ * NUL characters cannot be stored or looked up in PostgreSQL text: refused at the edge, before any
+ * query. In the path nothing can match one (404.1); in the query string it is a bad value (400.11).
+ * @throws Problem 404.1, 400.11.
+ */
+function rejectNul(url: string): void {
+  if (!/%00/.test(url)) return;
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (/%00/.test(path)) throw problems.user.notFound();
+  for (const [name, value] of new URLSearchParams(url.slice(q + 1))) {
+    if (name.includes('\0') || value.includes('\0')) {
+      throw problems.user.invalidDataTypeOfParameter({ field: name.replace(/\0/g, ''), expected: 'text without NUL characters' });
+    }
+  }
+}
+
+/**
  * Every group app starts here: request id, dependency context, authentication (which builds
  * `ctx.auth`; rights are checked in lib verbs), and Central's error rendering.
  * A group app is a Workers module as it is; Lambda wraps it with hono/aws-lambda.
@@ -105,6 +122,7 @@ export function groupApp() {
     const path = routingPath(c.req.raw);
     if (isOpenRosaPath(path)) c.set('openRosa', true);
     try {
+      rejectNul(c.req.url);
       // Central's anonymousEndpoints read no credentials at all (a stale cookie must not stop a login).
       if (!isAnonymousRoute(c.req.method, path, new URL(c.req.url).searchParams)) {
         await authenticate(c, ctx);

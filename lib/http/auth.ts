@@ -6,7 +6,7 @@ import { findSession, isValidToken } from '../sessions';
 import { verifyUserPassword } from '../users/passwords';
 import type { AppEnv } from './app';
 import { keyToken } from './app';
-import { peekJsonBody } from './body';
+import { peekJsonBody, readBodyText } from './body';
 
 /**
  * The session cookie's names. Over HTTPS it is `__Host-session` (Secure, as Central behind
@@ -42,6 +42,7 @@ function decodeBasic(value: string): { email: string; password: string } | null 
     return null;
   }
   // A regex, not split(':'): the password may itself contain colons.
+  if (plain.includes('\0')) return null; // no account has one; PostgreSQL text cannot hold it
   const m = /^([^:]+):(.+)$/s.exec(plain);
   return m ? { email: m[1]!, password: m[2]! } : null;
 }
@@ -113,10 +114,7 @@ async function csrfFromBody(c: Context<AppEnv>): Promise<string | undefined> {
   if (type.startsWith('application/x-www-form-urlencoded')) {
     // The UI's decrypting export download is a plain HTML form POST carrying `__csrf` (Central
     // parses it before authenticating). Hono caches the text, so the handler can still read it.
-    const declared = Number(c.req.header('content-length') ?? '0');
-    if (declared > c.var.ctx.config.MAX_JSON_BYTES) return undefined;
-    const text = await c.req.text();
-    if (text.length > c.var.ctx.config.MAX_JSON_BYTES) return undefined;
+    const text = await readBodyText(c, c.var.ctx.config.MAX_JSON_BYTES, 'form');
     return new URLSearchParams(text).get('__csrf') ?? undefined;
   }
   if (!type.includes('json')) return undefined;

@@ -1,20 +1,67 @@
 import type { Context } from 'hono';
+import { concatBytes } from '../bytes';
 import { problems } from '../problem';
 import type { AppEnv } from './app';
 
 /**
+ * Reads the whole request body, counting bytes while it streams, so a chunked body (no
+ * Content-Length) is refused the moment it passes `limit` and never costs more memory than that.
+ * @param limit bytes. @returns the bytes (empty for no body).
+ * @throws Problem 400.36 when the declared or streamed length passes `limit`.
+ */
+export async function readBodyBytes(c: Context<AppEnv>, limit: number): Promise<Uint8Array> {
+  if (Number(c.req.header('content-length') ?? '0') > limit) throw problems.user.requestTooLarge();
+  const body = c.req.raw.body;
+  if (body == null) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let seen = 0;
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    seen += value.byteLength;
+    if (seen > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw problems.user.requestTooLarge();
+    }
+    chunks.push(value);
+  }
+  return concatBytes(chunks);
+}
+
+/**
+ * The request body as text, read once with readBodyBytes and kept in Hono's body cache (so a later
+ * `c.req.text()` or `c.req.json()` gets the same text). Invalid UTF-8 is refused rather than
+ * silently replaced with U+FFFD.
+ * @param format what the body should be, for the 400.1 message (`json`, `form`).
+ * @throws Problem 400.36 over `limit`; 400.1 `{ format, rawLength }` for invalid UTF-8.
+ */
+export async function readBodyText(c: Context<AppEnv>, limit: number, format: string): Promise<string> {
+  // Hono keeps each body read as a promise under its kind (typed loosely as Body's methods).
+  const cache = c.req.bodyCache as unknown as Record<string, Promise<unknown> | undefined>;
+  if (cache.text !== undefined) return (await cache.text) as string;
+  if (cache.json !== undefined) return JSON.stringify(await cache.json);
+  const bytes = await readBodyBytes(c, limit);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    throw problems.user.unparseable({ format, rawLength: bytes.byteLength });
+  }
+  cache.text = Promise.resolve(text);
+  return text;
+}
+
+/**
  * Reads and parses the request's JSON body once per request (authentication may need `__csrf`
- * from it before the handler does).
+ * from it before the handler does), bounded by MAX_JSON_BYTES while it streams.
  * @returns the parsed value; `{}` for an empty body (Central treats it as no fields).
- * @throws Problem 400.1 `{ format: 'json', rawLength }` when it is not JSON; 400.36 over MAX_JSON_BYTES.
+ * @throws Problem 400.1 `{ format: 'json', rawLength }` when it is not JSON or not UTF-8; 400.36
+ *   over MAX_JSON_BYTES (declared or counted); 400.11 when a string holds a NUL character.
  */
 export async function peekJsonBody(c: Context<AppEnv>): Promise<unknown> {
   if (c.var.jsonBody !== undefined) return c.var.jsonBody;
-  const max = c.var.ctx.config.MAX_JSON_BYTES;
-  const declared = Number(c.req.header('content-length') ?? '0');
-  if (declared > max) throw problems.user.requestTooLarge();
-  const text = await c.req.text();
-  if (text.length > max) throw problems.user.requestTooLarge();
+  const text = await readBodyText(c, c.var.ctx.config.MAX_JSON_BYTES, 'json');
   let value: unknown = {};
   if (text.trim() !== '') {
     try {
@@ -23,8 +70,17 @@ export async function peekJsonBody(c: Context<AppEnv>): Promise<unknown> {
       throw problems.user.unparseable({ format: 'json', rawLength: text.length });
     }
   }
+  if (hasNul(value)) throw problems.user.invalidDataTypeOfParameter({ value: '\\u0000', expected: 'text without NUL characters' });
   c.set('jsonBody', value);
   return value;
+}
+
+/** Whether any string (or key) in a parsed JSON value holds a NUL character, which PostgreSQL text cannot. */
+function hasNul(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\0');
+  if (value == null || typeof value !== 'object' || depth > 64) return false;
+  if (Array.isArray(value)) return value.some((v) => hasNul(v, depth + 1));
+  return Object.entries(value).some(([k, v]) => k.includes('\0') || hasNul(v, depth + 1));
 }
 
 /** The JSON body for a handler: as peekJsonBody. */

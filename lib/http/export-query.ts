@@ -1,5 +1,7 @@
 import type { Context } from 'hono';
 import type { AppEnv } from './app';
+import { Problem } from '../problem';
+import { peekJsonBody, readBodyText } from './body';
 
 /** Central reads these flags as the exact strings `true` / `false`; anything else is the default. */
 const flag = (c: Context<AppEnv>, name: string, fallback: boolean) => {
@@ -29,9 +31,13 @@ export async function passphrases(c: Context<AppEnv>): Promise<Record<string, st
   const type = c.req.header('content-type') ?? '';
   let body: Record<string, unknown> = {};
   try {
-    if (/application\/json/i.test(type)) body = (await c.req.json()) as Record<string, unknown>;
-    else if (/application\/x-www-form-urlencoded/i.test(type)) body = Object.fromEntries(new URLSearchParams(await c.req.text()));
-  } catch {
+    if (/application\/json/i.test(type)) body = (await peekJsonBody(c)) as Record<string, unknown>;
+    else if (/application\/x-www-form-urlencoded/i.test(type)) {
+      body = Object.fromEntries(new URLSearchParams(await readBodyText(c, c.var.ctx.config.MAX_JSON_BYTES, 'form')));
+    }
+  } catch (err) {
+    // An oversized body is refused, never read whole; anything unparseable simply has no passphrase.
+    if (err instanceof Problem && err.code === 400.36) throw err;
     body = {};
   }
   const out: Record<string, string> = {};

@@ -60,7 +60,7 @@ export async function readOpenRosaMultipart(c: Context<AppEnv>): Promise<{
     if (typeof value === 'string') continue;
     const name = value.name || field;
     // A media part is stored under the name the XML gives it; a path is never a valid one.
-    if (/[/\\]|^\.\.?$/.test(name) || name.length > 255) {
+    if (/[/\\\0]|^\.\.?$/.test(name) || name.length > 255) {
       throw problems.user.unexpectedValue({ field: 'filename', value: name, reason: 'a media file name may not contain a path.' });
     }
     files.push({ name, bytes: new Uint8Array(await value.arrayBuffer()), contentType: value.type || null });
