@@ -23,3 +23,4 @@ export * from './config';
 export * from './datasets';
 export * from './entities';
 export * from './jobs';
+export * from './login-failures';
