@@ -306,12 +306,6 @@ export async function listDatasets(ctx: Ctx, projectId: number, opts: { deleted:
   }));
 }
 
-async function formRefs(ctx: Ctx, defIds: ReturnType<typeof sql>) {
-  void defIds;
-  return ctx;
-}
-void formRefs;
-
 /**
  * A Dataset with its metadata (GET P/datasets/{name}): Dataset JSON (extended: counts), `lastUpdate`,
  * `linkedForms` / `sourceForms` (published) and `draftLinkedForms` / `draftSourceForms`, and the

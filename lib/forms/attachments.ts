@@ -4,7 +4,10 @@ import { iso } from '../actors';
 import { audit } from '../audits/log';
 import { storeBlob } from '../blobs';
 import { withTx, type Ctx } from '../context';
-import { problems } from '../problem';
+import { canOrReject } from '../authz/can';
+import { datasetActee, datasetByName } from '../datasets';
+import { Problem, problems } from '../problem';
+import { getProjectOrNotFound } from '../projects';
 import { XLS_TYPE, XLSX_TYPE } from './definitions';
 import { canOnFormOrReject, canReadFormOrReject, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from './queries';
 import { getVersion } from './index';
@@ -169,9 +172,11 @@ export async function clearDraftAttachment(ctx: Ctx, projectId: number, xmlFormI
 }
 
 /**
- * Links or unlinks an entity list (PATCH F/draft/attachments/{name} `{ dataset }`). No entity lists
- * exist until the entities issue, so linking finds none (404.1); unlinking clears a link.
- * @throws 400.2/400.11 bad body; 404.1; 403.1 without form.update.
+ * Links or unlinks an entity list (PATCH F/draft/attachments/{name} `{ dataset }`): `people.csv`
+ * links the published Dataset `people` (lib/datasets). Effects: attachment row; audit
+ * `form.attachment.update`.
+ * @throws 400.2/400.11 bad body; 400.26 not a data file; 404.1 no such attachment or Dataset;
+ *   403.1 without form.update, or without entity.list on the Dataset.
  */
 export async function linkDraftAttachment(ctx: Ctx, projectId: number, xmlFormId: string, name: string, body: unknown): Promise<void> {
   const dataset = (body as { dataset?: unknown } | null)?.dataset;
@@ -181,8 +186,20 @@ export async function linkDraftAttachment(ctx: Ctx, projectId: number, xmlFormId
     const { defId } = await resolveDef(tx, projectId, xmlFormId, { kind: 'draft' });
     const [row] = await tx.db.select().from(formAttachments).where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
     if (!row) throw problems.user.notFound();
-    if (dataset) throw problems.user.notFound(); // no entity list of that name (entities issue)
-    await tx.db.update(formAttachments).set({ datasetId: null, updatedAt: new Date() }).where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
+    let datasetId: number | null = null;
+    if (dataset) {
+      // Only a data file (.csv) named after a published Dataset links; reading it needs entity.list.
+      if (row.type !== 'file') throw new Problem(400.26, 'Dataset can only be linked to attachments with "Data File" type.');
+      const found = /\.csv$/i.test(name) ? await datasetByName(tx, projectId, name.replace(/\.csv$/i, '')) : null;
+      if (!found) throw problems.user.notFound();
+      await canOrReject(tx, 'entity.list', datasetActee({ dataset: found, project: await getProjectOrNotFound(tx, projectId) }));
+      datasetId = found.id;
+    }
+    await tx.db.update(formAttachments).set({ datasetId, blobId: dataset ? null : row.blobId, updatedAt: new Date() })
+      .where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
+    await audit(tx, tx, 'form.attachment.update', (await getFormOrNotFound(tx, projectId, xmlFormId)).form.acteeId, {
+      formDefId: defId, name, oldBlobId: row.blobId, newBlobId: null, oldDatasetId: row.datasetId, newDatasetId: datasetId,
+    });
   });
 }
 

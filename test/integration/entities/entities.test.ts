@@ -93,6 +93,21 @@ describe('Datasets from forms', () => {
   });
 });
 
+describe('Entity lists as form attachments', () => {
+  test('PATCH F/draft/attachments/people.csv { dataset: true } links the Dataset; it shows in linkedForms once published', async () => {
+    const h = await harness();
+    await publish(h, 'simpleEntity');
+    await publish(h, 'consumeDatasets', 'alice', '');
+    const A = `${P(h)}/forms/consumeDatasets/draft/attachments`;
+    expect((await h.patch(`${A}/trees.csv`, { as: 'alice', body: { dataset: true } })).status).toBe(404);
+    expect((await h.patch(`${A}/people.csv`, { as: 'alice', body: { dataset: true } })).status).toBe(200);
+    expect((await json<Json[]>(await h.get(A, { as: 'alice' }))).find((a) => a.name === 'people.csv')).toMatchObject({ exists: true, datasetExists: true });
+    expect((await json<Json>(await h.get(D(h), { as: 'alice' }))).draftLinkedForms).toEqual([{ name: expect.any(String), xmlFormId: 'consumeDatasets' }]);
+    expect((await h.post(`${P(h)}/forms/consumeDatasets/draft/publish`, { as: 'alice' })).status).toBe(200);
+    expect((await json<Json>(await h.get(D(h), { as: 'alice' }))).linkedForms).toEqual([{ name: expect.any(String), xmlFormId: 'consumeDatasets' }]);
+  });
+});
+
 describe('Entities from submissions', () => {
   test('on receipt when approval is not required; the submission audits show entity.create', async () => {
     const h = await harness();
