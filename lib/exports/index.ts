@@ -20,13 +20,20 @@ import { compileODataFilter, type FilterField } from './filter';
 import { csvLine, repeatRows } from './rows';
 import { cell, exportTables, selectTokens, type ExportOptions, type ExportTable } from './tables';
 import { zipStream, type ZipEntry } from './zip';
+import { loadDecryptor, type Decryptor } from '../encryption/decryptor';
+import { decryptedChunks, decryptValues, envelopesFor } from './decrypt';
+import { rootCells } from './rows';
+import type { FormField, SubmissionValue } from '../xforms/types';
 
 export interface ExportQuery extends ExportOptions {
   /** OData `$filter` (Central's subset on `__id` and `__system/…`). */
   filter?: string | null;
   /** ZIP only: false leaves the media out (and names the file `<xmlFormId>.csv.zip`). */
   attachments: boolean;
-  /** `{keyId}={passphrase}` pairs, plumbed for managed decryption (a later issue); unused today. */
+  /**
+   * `{keyId}={passphrase}` pairs (query string or POST body): rows under those managed keys are
+   * decrypted; a wrong passphrase fails the request before any byte (400.12).
+   */
   passphrases?: Record<string, string>;
 }
 
@@ -64,6 +71,22 @@ interface Plan {
   defId: number;
   /** Root leaf paths (rootLeafPaths) of every definition rows may come from, by id. */
   rootPaths: Map<number, string[]>;
+  /** Fields of every definition rows may come from, by id (to parse decrypted submissions). */
+  fieldsOf: Map<number, FormField[]>;
+  /** The managed keys this request unlocked (Decryptor.none without passphrases). */
+  decryptor: Decryptor;
+}
+
+/**
+ * The values of the page's encrypted rows that this request can decrypt (their XML file received,
+ * their managed key unlocked), by submission def id; empty without passphrases.
+ */
+async function decryptPage(ctx: Ctx, plan: Plan, page: BatchRow[]): Promise<Map<number, SubmissionValue[]>> {
+  if (!plan.decryptor.active) return new Map();
+  const rows = page.filter((r) => r.encrypted && encryptionStatus(r) === 'notDecrypted');
+  if (rows.length === 0) return new Map();
+  const envelopes = await envelopesFor(ctx, plan.decryptor, rows.map((r) => r.defId));
+  return decryptValues(ctx, envelopes, new Map(rows.map((r) => [r.defId, r.formDefId])), (id) => plan.fieldsOf.get(id));
 }
 
 type BatchRow = SubmissionDataRow;
@@ -135,22 +158,25 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
   for await (const page of batches(ctx, plan.where, 'desc', root ? { rootText: true } : {})) {
     let text = pending;
     pending = '';
+    const decrypted = await decryptPage(ctx, plan, page);
     for (const row of page) {
+      const plain = row.encrypted ? decrypted.get(row.defId) : undefined;
       if (!root) {
-        // Encrypted rows have no readable data, so no repeat rows.
-        if (!row.encrypted) for (const cells of repeatRows(table, row.values, row.instanceId)) text += csvLine(cells);
+        // Encrypted rows have no readable data unless decrypted, so no repeat rows.
+        if (!row.encrypted || plain) for (const cells of repeatRows(table, plain ?? row.values, row.instanceId)) text += csvLine(cells);
         continue;
       }
       const raw = row.cells!;
       let fields: string;
-      if (row.encrypted) fields = empty;
+      if (plain) fields = csvLine(rootCells(table, plain)).slice(0, -1);
+      else if (row.encrypted) fields = empty;
       else if (direct && row.formDefId === plan.defId && !/[",\r\n]/.test(raw)) fields = raw.replaceAll(ROOT_TEXT_SEPARATOR, ',');
       else {
         const cells = raw.split(ROOT_TEXT_SEPARATOR);
         const index = indexFor(row.formDefId);
         fields = csvLine(table.columns.map((c, i) => cell(c, index[i]! < 0 ? undefined : cells[index[i]!]))).slice(0, -1);
       }
-      const status = row.encrypted ? encryptedStatus(row) : '';
+      const status = row.encrypted && !plain ? encryptedStatus(row) : '';
       const tail = csvLine([
         row.instanceId, row.submitterId == null ? '' : String(row.submitterId),
         row.submitterName ?? '', String(row.received.length), String(row.expected), status,
@@ -169,7 +195,12 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
  */
 async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
   for await (const page of batches(ctx, plan.where, 'asc', { rootText: true })) {
-    const defIds = page.filter((r) => !r.encrypted && r.received.length > 0).map((r) => r.defId);
+    // Encrypted rows give their media only when this request unlocked their key: decrypted, with
+    // `.enc` dropped from the name; never the encrypted XML itself, nor the client audit log
+    // (which goes to the audit CSV), as Central's export.
+    const sealed = plan.decryptor.active ? page.filter((r) => r.encrypted && r.received.length > 0) : [];
+    const envelopes = await envelopesFor(ctx, plan.decryptor, sealed.map((r) => r.defId));
+    const defIds = page.filter((r) => (r.encrypted ? envelopes.has(r.defId) : r.received.length > 0)).map((r) => r.defId);
     if (defIds.length === 0) continue;
     const files = await ctx.db
       .select({ defId: submissionAttachments.submissionDefId, name: submissionAttachments.name, sha: blobs.sha })
@@ -179,12 +210,22 @@ async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
     const byDef = new Map<number, Array<{ name: string; sha: string }>>();
     for (const f of files) byDef.set(f.defId, [...(byDef.get(f.defId) ?? []), f]);
     for (const defId of defIds) {
+      const envelope = envelopes.get(defId);
       for (const f of (byDef.get(defId) ?? []).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-        yield { name: `media/${f.name}`, level: 1, data: blobChunks(ctx, f.sha) };
+        if (!envelope) {
+          yield { name: `media/${f.name}`, level: 1, data: blobChunks(ctx, f.sha) };
+          continue;
+        }
+        const index = envelope.mediaFiles.indexOf(f.name);
+        if (index < 0 || f.name === envelope.xmlFile || f.name === CLIENT_AUDIT_ENC || !envelope.open) continue;
+        yield { name: `media/${f.name.replace(/\.enc$/, '')}`, level: 1, data: decryptedChunks(ctx, f.sha, envelope.open(index)) };
       }
     }
   }
 }
+
+/** The encrypted client audit log's file name (Central: `isClientAudit` of an encrypted attachment). */
+const CLIENT_AUDIT_ENC = 'audit.csv.enc';
 
 async function* blobChunks(ctx: Ctx, sha: string): AsyncGenerator<Uint8Array> {
   const stream = await ctx.blobs.get(sha);
@@ -230,6 +271,9 @@ async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft:
       .orderBy(desc(formDefs.publishedAt), desc(formDefs.id));
   const older = olderDefs.map((d) => d.fields);
   const rootPaths = new Map([[def.id, rootLeafPaths(def.fields)], ...olderDefs.map((d) => [d.id, rootLeafPaths(d.fields)] as const)]);
+  const fieldsOf = new Map([[def.id, def.fields], ...olderDefs.map((d) => [d.id, d.fields] as const)]);
+  // A wrong passphrase fails here, before any byte is sent (spec: export passphrase rules).
+  const decryptor = await loadDecryptor(ctx, query.passphrases);
   const conditions: SQL[] = [eq(submissions.formId, f.form.id), eq(submissions.draft, draft), isNull(submissions.deletedAt)];
   if (query.filter != null && query.filter !== '') conditions.push(compileODataFilter(query.filter, systemFilterField));
   const where = and(...conditions)!;
@@ -249,7 +293,7 @@ async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft:
       for (const [path, options] of seen) selectOptions.set(path, [...options].sort());
     }
   }
-  return { form: f.form, plan: { where, tables: exportTables(f.form.xmlFormId, def.fields, older, query, selectOptions), defId: def.id, rootPaths } };
+  return { form: f.form, plan: { where, tables: exportTables(f.form.xmlFormId, def.fields, older, query, selectOptions), defId: def.id, rootPaths, fieldsOf, decryptor } };
 }
 
 /**
