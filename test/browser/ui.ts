@@ -2,8 +2,9 @@
  * The browser side: one Chromium per test file (playwright-core, no browser download), one
  * logged-in context per user, and per test a record of what went wrong on the page: every /v1
  * response with status >= 400 (method, path, status, body), every red alert the UI showed (even if
- * it went away again), page errors and console errors. `clean()` asserts there was no red alert;
- * when a test fails, the record, a screenshot and the server log's path are printed.
+ * it went away again), page errors and console errors. `clean()` asserts there was no red alert
+ * and no failed /v1 response beyond the UI's expected probes. When a test fails, the record, a
+ * screenshot of every open page and the server log's path are printed.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -60,7 +61,7 @@ export class UiUser {
 
   static async open(browser: Browser, base: string): Promise<UiUser> {
     const context = await browser.newContext({ baseURL: base, viewport: { width: 1400, height: 900 }, acceptDownloads: true });
-    context.setDefaultTimeout(10_000);
+    context.setDefaultTimeout(15_000);
     const page = await context.newPage();
     const user = new UiUser(context, page, base);
     await context.exposeBinding('__fbRedAlert', (_source, text: string) => {
@@ -115,12 +116,17 @@ export class UiUser {
     return lines.join('\n');
   }
 
-  /** Asserts that no red alert is showing now or showed during the test. */
+  /**
+   * Asserts that no red alert is showing now or showed during the test, and that no /v1 request of
+   * the page failed (beyond the UI's expected probes), even one the UI does not report.
+   */
   async clean() {
     await this.page.waitForTimeout(150); // let an alert from the last response render
     const visible = await this.page.locator(RED_ALERT).filter({ visible: true }).allTextContents();
     const all = [...new Set([...this.redAlerts, ...visible.map((t) => t.trim())])];
     expect(all, `red alerts shown in the UI; failed /v1 responses:\n${await this.report()}`).toEqual([]);
+    const failed = this.unexpectedFailures().map((f) => `${f.method} ${f.url} → ${f.status} ${f.body}`);
+    expect(failed, 'failed /v1 responses').toEqual([]);
   }
 
   /** Logs in through the login page. */
@@ -152,7 +158,7 @@ export class UiUser {
   }
 
   /** Waits for the response to a /v1 request the page is about to send. */
-  waitForApi(method: string, pathPattern: RegExp, timeout = 15_000): Promise<Response> {
+  waitForApi(method: string, pathPattern: RegExp, timeout = 20_000): Promise<Response> {
     return this.page.waitForResponse((r) => r.request().method() === method && pathPattern.test(new URL(r.url()).pathname), { timeout });
   }
 }
