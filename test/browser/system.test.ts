@@ -1,6 +1,6 @@
 /**
- * System pages in Central's web UI: the server audit log, the Customization settings page (login
- * page title, description and logo), and logging out (the session ends on the server).
+ * System pages in Central's web UI: the server audit log, the settings pages (Customization: login
+ * page title, description and logo; Usage Data), and logging out (the session ends on the server).
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -58,6 +58,19 @@ describe('System', () => {
     // Back to the default for the other tests.
     await s.api.ok('DELETE', '/v1/config/login-appearance');
     await s.api.ok('DELETE', '/v1/config/logo');
+  });
+
+  test('settings: Usage Data (analytics) saved', async () => {
+    const ui = s.admin;
+    await ui.goto('/system/analytics');
+    const form = ui.page.locator('#analytics-form');
+    await form.locator('input[type=radio]').nth(1).check(); // "No, I do not want to share"
+    const saved = ui.waitForApi('POST', /^\/v1\/config\/analytics$/);
+    await form.locator('button[type=submit]').click();
+    expect((await saved).status()).toBe(200);
+    expect(await s.api.get('/v1/config/analytics')).toMatchObject({ key: 'analytics', value: { enabled: false } });
+    await ui.clean();
+    await s.api.ok('DELETE', '/v1/config/analytics');
   });
 
   test('logout ends the session', async () => {
