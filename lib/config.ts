@@ -33,6 +33,15 @@ export const ConfigSchema = z.object({
    * process apply at once; another instance may accept a revoked token for this long.
    */
   SESSION_CACHE_SECONDS: z.preprocess(blankToUndefined, z.coerce.number().min(0).max(60).default(2)),
+  /**
+   * Password guessing (lib/throttle): after this many failed checks for one email within
+   * LOGIN_LOCK_MINUTES, further attempts for it answer 429 without checking until the lock ends.
+   */
+  LOGIN_MAX_FAILURES: z.preprocess(blankToUndefined, z.coerce.number().int().min(1).default(10)),
+  /** The same for one client address, across all emails (a spray of guesses). */
+  LOGIN_MAX_FAILURES_PER_ADDRESS: z.preprocess(blankToUndefined, z.coerce.number().int().min(1).default(100)),
+  /** The counting window and the lock, in minutes. */
+  LOGIN_LOCK_MINUTES: z.preprocess(blankToUndefined, z.coerce.number().positive().max(24 * 60).default(15)),
   ADMIN_EMAIL: opt(z.string().email()),
   ADMIN_PASSWORD: opt(z.string().min(10).max(72)),
   /**

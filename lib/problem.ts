@@ -80,6 +80,9 @@ export const problems = {
           : `The supplied password is too weak: ${said[0]!.toLowerCase()}${said.slice(1)}`;
       return new Problem(400.44, message, d);
     },
+    /** Fieldbase's login throttle (lib/throttle); Central has no such limit. */
+    tooManyLoginAttempts: (d: { retryAfter: number }) =>
+      new Problem(429.1, `Too many failed login attempts. Please try again in ${d.retryAfter} seconds.`, d),
     authenticationFailed: () => new Problem(401.2, 'Could not authenticate with the provided credentials.'),
     httpsOnly: () => new Problem(401.3, 'This authentication method is only available over HTTPS'),
     insufficientRights: () =>

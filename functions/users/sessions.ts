@@ -4,13 +4,14 @@
  */
 import { newApp, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
+import { clientAddress } from '../../lib/http/client-address';
 import { clearSessionCookies, setSessionCookies } from '../../lib/http/cookies';
 import { stringParam } from '../../lib/http/params';
 import * as sessions from '../../lib/sessions';
 
 export const sessionsRoutes = newApp()
   .post('/v1/sessions', async (c) => {
-    const session = await sessions.logIn(c.var.ctx, await jsonBody(c), c.req.header('user-agent') ?? null);
+    const session = await sessions.logIn(c.var.ctx, await jsonBody(c), c.req.header('user-agent') ?? null, clientAddress(c));
     setSessionCookies(c, session);
     return c.json(session);
   })

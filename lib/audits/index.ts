@@ -12,7 +12,7 @@ export { audit } from './log';
 
 /** Central's `action` filter groups for GET /v1/audits; any other value matches one action exactly. */
 export const actionGroups: Record<string, string[]> = {
-  user: ['user.create', 'user.update', 'user.delete', 'user.assignment.create', 'user.assignment.delete', 'user.session.create'],
+  user: ['user.create', 'user.update', 'user.delete', 'user.assignment.create', 'user.assignment.delete', 'user.session.create', 'user.session.throttle'],
   field_key: ['field_key.create', 'field_key.assignment.create', 'field_key.assignment.delete', 'field_key.session.end', 'field_key.delete',
     'field_key.property.set'],
   public_link: ['public_link.create', 'public_link.assignment.create', 'public_link.assignment.delete', 'public_link.session.end', 'public_link.delete',

@@ -72,7 +72,11 @@ const newRequestId = () => `${Date.now().toString(36)}-${(counter++).toString(36
 export function renderError(err: unknown, c: Context<AppEnv>): Response {
   const problem = err instanceof Problem ? err : problemFromDbError(err);
   if (problem && c.var.openRosa && problem.status < 500) return openRosaError(problem);
-  if (problem) return c.json(problem.toJSON(), problem.status as ContentfulStatusCode);
+  if (problem) {
+    const retryAfter = (problem.details as { retryAfter?: unknown } | undefined)?.retryAfter;
+    if (problem.status === 429 && typeof retryAfter === 'number') c.header('Retry-After', String(retryAfter));
+    return c.json(problem.toJSON(), problem.status as ContentfulStatusCode);
+  }
   const log = c.var.ctx?.log ?? c.env?.deps?.log;
   const requestId = c.var.requestId;
   if (log) log.error('unhandled error', { err, requestId, method: c.req.method, path: c.req.path });

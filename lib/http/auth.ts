@@ -3,7 +3,10 @@ import { getCookie } from 'hono/cookie';
 import type { Ctx } from '../context';
 import { problems } from '../problem';
 import { findSession, isValidToken } from '../sessions';
-import { verifyUserPassword } from '../users/passwords';
+import { checkPasswordThrottled } from '../sessions';
+import { generation, recallBasic, rememberBasic } from '../sessions/cache';
+import { sha256Hex } from '../blobs/hash';
+import { clientAddress } from './client-address';
 import type { AppEnv } from './app';
 import { keyToken } from './app';
 import { peekJsonBody, readBodyText } from './body';
@@ -81,7 +84,7 @@ export async function authenticate(c: Context<AppEnv>, ctx: Ctx): Promise<void> 
       if (!isSecureEnough(c, ctx)) throw problems.user.httpsOnly();
       const creds = decodeBasic(header.slice(6));
       if (!creds) throw problems.user.authenticationFailed();
-      const actor = await verifyUserPassword(ctx, creds.email, creds.password);
+      const actor = await basicActor(c, ctx, creds.email, creds.password);
       if (!actor) throw problems.user.authenticationFailed();
       ctx.auth = { actor, session: null, via: 'basic' };
       return;
@@ -107,6 +110,20 @@ export async function authenticate(c: Context<AppEnv>, ctx: Ctx): Promise<void> 
     await csrfFromBody(c); // never let `__csrf` reach the verb as data
   }
   ctx.auth = { actor: found.actor, session: found.session, via: 'cookie' };
+}
+
+/**
+ * Basic credentials through the login throttle, remembered for a short while once verified (so a
+ * client sending them on every request pays bcrypt once, not each time).
+ */
+async function basicActor(c: Context<AppEnv>, ctx: Ctx, email: string, password: string) {
+  const hash = sha256Hex(`${email.toLowerCase()}\0${password}`);
+  const known = recallBasic(ctx, hash);
+  if (known) return known;
+  const gen = generation(ctx);
+  const actor = await checkPasswordThrottled(ctx, email, password, clientAddress(c));
+  if (actor) rememberBasic(ctx, hash, actor, gen);
+  return actor;
 }
 
 async function csrfFromBody(c: Context<AppEnv>): Promise<string | undefined> {

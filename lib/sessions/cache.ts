@@ -57,3 +57,30 @@ export function forgetSessions(ctx: Ctx): void {
   // Again after commit: a lookup between now and the commit still reads the old rows.
   onCommit(ctx, forget);
 }
+
+/**
+ * Verified Basic credentials, remembered for BASIC_CACHE_SECONDS so that a client sending Basic on
+ * every request (Excel, Power BI over OData) does not pay bcrypt each time. Keyed by a SHA-256 of
+ * email and password (never the password itself); dropped by forgetSessions() (password change,
+ * user deletion) through the same generation counter.
+ */
+const BASIC_CACHE_SECONDS = 30;
+const basicStores = new WeakMap<object, Map<string, { until: number; actor: Actor; gen: number }>>();
+
+/** The actor a remembered Basic credential stands for, or undefined. */
+export function recallBasic(ctx: Ctx, credentialHash: string): Actor | undefined {
+  const key = ctx.tx?.root ?? ctx.db;
+  const hit = basicStores.get(key)?.get(credentialHash);
+  if (!hit || hit.until <= Date.now() || hit.gen !== storeFor(ctx).generation) return undefined;
+  return hit.actor;
+}
+
+/** Remembers a verified Basic credential checked at generation `gen`. */
+export function rememberBasic(ctx: Ctx, credentialHash: string, actor: Actor, gen: number): void {
+  if (storeFor(ctx).generation !== gen) return;
+  const key = ctx.tx?.root ?? ctx.db;
+  let map = basicStores.get(key);
+  if (!map) basicStores.set(key, (map = new Map()));
+  if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value!);
+  map.set(credentialHash, { until: Date.now() + BASIC_CACHE_SECONDS * 1000, actor, gen });
+}

@@ -11,6 +11,7 @@ import { problems } from '../problem';
 import { parseInput } from '../validation';
 import { markLoggedIn, verifyUserPassword } from '../users/passwords';
 import { forgetSessions, generation, recall, remember } from './cache';
+import { assertLoginAllowed, recordLoginFailure, recordLoginSuccess } from '../throttle';
 import { generateToken, isValidToken } from './tokens';
 import { z } from 'zod';
 
@@ -73,6 +74,21 @@ const sessionQuery = (db: Db) => prepared(db, 'find_session', (d) => d
   .where(and(eq(sessions.tokenHash, sql.placeholder('hash')), gt(sessions.expiresAt, sql.placeholder('now')), isNull(actors.deletedAt)))
   .prepare('find_session'));
 
+/**
+ * A password check behind the login throttle (lib/throttle), for POST /v1/sessions and Basic auth.
+ * @param address the client's address (lib/http/client-address), or null.
+ * @returns the user's Actor, or null for wrong credentials (counted as a failure).
+ * @throws Problem 429.1 while locked, before bcrypt runs.
+ * Effects: login_failures rows (a failure counted, or the email's count cleared on success).
+ */
+export async function checkPasswordThrottled(ctx: Ctx, email: string, password: string, address: string | null): Promise<Actor | null> {
+  await assertLoginAllowed(ctx, email, address);
+  const user = await verifyUserPassword(ctx, email, password);
+  if (user) await recordLoginSuccess(ctx, email);
+  else await recordLoginFailure(ctx, email, address);
+  return user;
+}
+
 export const LoginInput = z.object({ email: z.string(), password: z.string() });
 
 /**
@@ -82,9 +98,9 @@ export const LoginInput = z.object({ email: z.string(), password: z.string() });
  *   users.last_login_at set (Central's lastLoginAt).
  * @throws Problem 400.3 when email or password is missing, null or empty; 400.11 when the email is
  *   not a string; 401.2 on any wrong credential, a password that is not a string included (never
- *   saying which part).
+ *   saying which part); 429.1 while the email or client `address` is locked (lib/throttle).
  */
-export async function logIn(ctx: Ctx, body: unknown, userAgent: string | null): Promise<SessionJson> {
+export async function logIn(ctx: Ctx, body: unknown, userAgent: string | null, address: string | null = null): Promise<SessionJson> {
   const raw = (body != null && typeof body === 'object' ? body : {}) as Record<string, unknown>;
   if (raw.email == null || raw.password == null || raw.email === '' || raw.password === '') {
     const got: Record<string, unknown> = {};
@@ -96,7 +112,7 @@ export async function logIn(ctx: Ctx, body: unknown, userAgent: string | null): 
   if (typeof raw.email !== 'string') throw problems.user.invalidDataTypeOfParameter({ field: 'email', expected: 'string' });
   if (typeof raw.password !== 'string') throw problems.user.authenticationFailed();
   const { email, password } = parseInput(LoginInput, raw);
-  const user = await verifyUserPassword(ctx, email, password);
+  const user = await checkPasswordThrottled(ctx, email, password, address);
   if (!user) throw problems.user.authenticationFailed();
   return withTx(ctx, async (tx) => {
     const expires = new Date(Date.now() + tx.config.SESSION_LIFETIME_HOURS * 3_600_000);
