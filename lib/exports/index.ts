@@ -23,6 +23,8 @@ import { zipStream, type ZipEntry } from './zip';
 import { loadDecryptor, type Decryptor } from '../encryption/decryptor';
 import { decryptedChunks, decryptValues, envelopesFor } from './decrypt';
 import { rootCells } from './rows';
+import { CLIENT_AUDIT_HEADERS, parseClientAudit } from './client-audits';
+import { concatBytes } from '../bytes';
 import type { FormField, SubmissionValue } from '../xforms/types';
 
 export interface ExportQuery extends ExportOptions {
@@ -227,6 +229,41 @@ async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
 /** The encrypted client audit log's file name (Central: `isClientAudit` of an encrypted attachment). */
 const CLIENT_AUDIT_ENC = 'audit.csv.enc';
 
+/**
+ * The client audit CSV of the decrypted submissions, oldest submission first: `instance ID` and
+ * Central's columns (lib/exports/client-audits.ts), one chunk per batch that has any.
+ * Yields nothing at all when no exported submission has a decryptable client audit log.
+ */
+async function* clientAuditCsv(ctx: Ctx, plan: Plan): AsyncGenerator<Uint8Array> {
+  if (!plan.decryptor.active) return;
+  let header = true;
+  for await (const page of batches(ctx, plan.where, 'asc', { rootText: true })) {
+    const sealed = page.filter((r) => r.encrypted && r.received.includes(CLIENT_AUDIT_ENC));
+    if (sealed.length === 0) continue;
+    const envelopes = await envelopesFor(ctx, plan.decryptor, sealed.map((r) => r.defId));
+    const shas = new Map((await ctx.db
+      .select({ defId: submissionAttachments.submissionDefId, sha: blobs.sha })
+      .from(submissionAttachments)
+      .innerJoin(blobs, eq(blobs.id, submissionAttachments.blobId))
+      .where(and(inArray(submissionAttachments.submissionDefId, [...envelopes.keys()]), eq(submissionAttachments.name, CLIENT_AUDIT_ENC))))
+      .map((r) => [r.defId, r.sha]));
+    let text = '';
+    for (const row of sealed) {
+      const envelope = envelopes.get(row.defId);
+      const sha = shas.get(row.defId);
+      const index = envelope?.mediaFiles.indexOf(CLIENT_AUDIT_ENC) ?? -1;
+      if (!envelope?.open || sha == null || index < 0) continue;
+      const parts: Uint8Array[] = [];
+      for await (const chunk of decryptedChunks(ctx, sha, envelope.open(index))) parts.push(chunk);
+      const rows = parseClientAudit(new TextDecoder().decode(concatBytes(parts)));
+      if (header) text += csvLine(['instance ID', ...CLIENT_AUDIT_HEADERS]);
+      header = false;
+      for (const cells of rows) text += csvLine([row.instanceId, ...cells]);
+    }
+    if (text !== '') yield encoder.encode(text);
+  }
+}
+
 async function* blobChunks(ctx: Ctx, sha: string): AsyncGenerator<Uint8Array> {
   const stream = await ctx.blobs.get(sha);
   if (!stream) return; // a lost object: the entry stays empty rather than breaking the whole export
@@ -320,6 +357,12 @@ export async function exportZip(ctx: Ctx, projectId: number, xmlFormId: string, 
     // Level 1: CSV still shrinks ~10x, at a fraction of level 6's CPU (the export's other big cost).
     for (const table of plan.tables) yield { name: table.fileName, level: 1, data: tableCsv(ctx, plan, table) };
     if (query.attachments) yield* mediaEntries(ctx, plan);
+    // Decrypted client audit logs, as Central: the entry exists only when there is a row for it.
+    const audits = clientAuditCsv(ctx, plan);
+    const first = await audits.next();
+    if (!first.done) {
+      yield { name: `${form.xmlFormId} - audit.csv`, level: 1, data: (async function* () { yield first.value; yield* audits; })() };
+    }
   }
   return {
     fileName: query.attachments ? `${form.xmlFormId}.zip` : `${form.xmlFormId}.csv.zip`,

@@ -99,10 +99,31 @@ export function readSubmission(input: string | Uint8Array): SubmissionDocument {
   const decoded = typeof input === 'string' ? input : new TextDecoder('utf-8').decode(input);
   const xml = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
   const noId = () => problems.user.missingParameter({ field: 'form ID xml attribute' });
-  const root = readXml(xml, 'submission xml', noId);
+  let root: El;
+  try {
+    root = readXml(xml, 'submission xml', noId);
+  } catch (err) {
+    // Central's lenient parser takes a comma between the root's attributes (its own encrypted
+    // envelopes in test/util/crypto-odk.js have `encrypted="yes", version="…"`); retry without.
+    const relaxed = relaxRootAttributes(xml);
+    if (relaxed === xml) throw err;
+    try {
+      root = readXml(relaxed, 'submission xml', noId);
+    } catch {
+      throw err;
+    }
+  }
   const xmlFormId = attr(root, 'id');
   if (xmlFormId === undefined || xmlFormId.trim() === '') throw noId();
   return { root, bytes, xmlFormId, version: attr(root, 'version') ?? '' };
+}
+
+/** The XML with commas between the root start tag's attributes removed (the rest untouched). Pure. */
+function relaxRootAttributes(xml: string): string {
+  const m = /^(\s*(?:<\?[\s\S]*?\?>\s*|<!--[\s\S]*?-->\s*)*)(<[A-Za-z_][^>]*>)/.exec(xml);
+  if (!m) return xml;
+  const tag = m[2]!.replace(/("[^"]*"|'[^']*')\s*,(?=\s|\/?>)/g, '$1');
+  return m[1] + tag + xml.slice(m[0].length);
 }
 
 /**

@@ -180,6 +180,37 @@ describe('decrypting exports', () => {
   });
 });
 
+describe('client audit logs', () => {
+  test('encrypted audit.csv files become `<form> - audit.csv` when decrypted, and stay out of media', async () => {
+    const h = await harness();
+    const enabled = await json(await h.post(`/v1/projects/${h.projectId}/key`, { as: 'bob', body: { passphrase: SECRET } }));
+    await publishForm(h, fixture('forms/clientAudits.xml'));
+    const au = await appUserFor(h, 'audits', 'Phone');
+    const { publicKey, version } = formKeyAndVersion(await (await h.get(`/v1/projects/${h.projectId}/forms/audits.xml`, { as: 'bob' })).text());
+    for (const [instance, csv] of [['one', 'central-misc/audit.csv'], ['two', 'central-misc/audit2.csv']] as const) {
+      const xml = fixture(`submissions/clientAudits.${instance}.xml`).replace('<data id="audits">', `<data id="audits" version="${version}">`);
+      const enc = encryptSubmission({ publicKey, xmlFormId: 'audits', version, instanceId: instance, xml, media: [{ name: 'audit.csv', bytes: fixtureBytes(csv) }] });
+      await submitOpenRosa(h, { key: au.token }, enc.envelope, { files: enc.files });
+    }
+    const files = await zipFiles(await h.get(`/v1/projects/${h.projectId}/forms/audits/submissions.csv.zip?${enabled.keyId}=${SECRET}`, { as: 'bob' }));
+    expect([...files.keys()]).toEqual(['audits.csv', 'audits - audit.csv']);
+    expect(text(files.get('audits - audit.csv'))).toBe(`instance ID,event,node,start,end,latitude,longitude,accuracy,old-value,new-value,user,change-reason
+one,a,/data/a,2000-01-01T00:01,2000-01-01T00:02,1,2,3,aa,bb,,
+one,b,/data/b,2000-01-01T00:02,2000-01-01T00:03,4,5,6,cc,dd,,
+one,c,/data/c,2000-01-01T00:03,2000-01-01T00:04,7,8,9,ee,ff,,
+one,d,/data/d,2000-01-01T00:10,,10,11,12,gg,,,
+one,e,/data/e,2000-01-01T00:11,,,,,hh,ii,,
+two,f,/data/f,2000-01-01T00:04,2000-01-01T00:05,-1,-2,,aa,bb,,
+two,g,/data/g,2000-01-01T00:05,2000-01-01T00:06,-3,-4,,cc,dd,,
+two,h,/data/h,2000-01-01T00:06,2000-01-01T00:07,-5,-6,,ee,ff,,
+`);
+    expect(parseCsv(text(files.get('audits.csv'))).map((r) => r[3])).toEqual(['name', 'Bob', 'Alice']);
+    // without the passphrase there is no audit entry
+    const sealed = await zipFiles(await h.get(`/v1/projects/${h.projectId}/forms/audits/submissions.csv.zip`, { as: 'bob' }));
+    expect([...sealed.keys()]).toEqual(['audits.csv']);
+  });
+});
+
 describe('self-supplied keys', () => {
   test('the fixture submission (Collect, central-misc key) is stored and listed, never decrypted, even with a passphrase for its key id', async () => {
     const h = await harness();
