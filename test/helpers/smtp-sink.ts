@@ -84,7 +84,7 @@ export async function smtpSink(): Promise<SmtpSink> {
     let chain = Promise.resolve();
     socket.on('data', (chunk) => {
       buffer += chunk.toString('utf8');
-      chain = chain.then(pump).catch(() => socket.destroy());
+      chain = chain.then(pump).catch(() => { socket.destroy(); });
     });
     socket.on('error', () => {});
     reply('220 sink ESMTP');
