@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { harness, json, type As, type Harness } from '../../helpers/harness';
 import { userWithRole } from '../../helpers/roles';
+import { fixtureUsers } from '../../fixtures/users';
 import { appUserFor, fixture, fixtureBytes, multipart, publishForm, submitOpenRosa } from '../../helpers/submitting';
 import { encryptSubmission, formKeyAndVersion, type PlainFile } from '../../helpers/encrypt-submission';
 import { ISO_MS_UTC, parseCsv, readZip } from '../exports/helpers';
@@ -132,6 +133,12 @@ describe('decrypting exports', () => {
     const csv = await h.get(`/v1/projects/${h.projectId}/forms/household/submissions.csv?${keyId}=${SECRET}`, { as: 'bob' });
     expect(csv.status).toBe(200);
     expect(parseCsv(await csv.text()).map((r) => r[2])).toEqual(['name', 'Ben', 'Ana, "the first"', 'Plain Pat']);
+    // The web UI's download: a plain HTML form POST over the session cookie, `__csrf` in the body.
+    const cookie = { cookie: fixtureUsers.bob.token };
+    const ui = await zipFiles(await h.post(zipPath(h), { as: cookie, body: `${keyId}=${SECRET}&__csrf=${fixtureUsers.bob.csrf}`, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } }));
+    expect(parseCsv(text(ui.get('household.csv')))[1]![2]).toBe('Ben');
+    const noCsrf = await h.post(zipPath(h), { as: cookie, body: `${keyId}=${SECRET}`, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+    expect(noCsrf.status).toBe(401);
     // attachments=false: no media, still decrypted
     const noMedia = await zipFiles(await h.get(zipPath(h, `?attachments=false&${keyId}=${SECRET}`), { as: 'bob' }));
     expect([...noMedia.keys()]).toEqual(['household.csv', 'household-member.csv']);
