@@ -2,9 +2,9 @@
  * The browser side: one Chromium per test file (playwright-core, no browser download), one
  * logged-in context per user, and per test a record of what went wrong on the page: every /v1
  * response with status >= 400 (method, path, status, body), every red alert the UI showed (even if
- * it went away again), page errors and console errors. `clean()` asserts there was no red alert
- * and no failed /v1 response beyond the UI's expected probes. When a test fails, the record, a
- * screenshot of every open page and the server log's path are printed.
+ * it went away again), page errors and console errors. `clean()` asserts there was no red alert,
+ * no failed /v1 response beyond the UI's expected probes and no uncaught page error. When a test
+ * fails, the record, a screenshot of every open page and the server log's path are printed.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -117,8 +117,9 @@ export class UiUser {
   }
 
   /**
-   * Asserts that no red alert is showing now or showed during the test, and that no /v1 request of
-   * the page failed (beyond the UI's expected probes), even one the UI does not report.
+   * Asserts that no red alert is showing now or showed during the test, that no /v1 request of the
+   * page failed (beyond the UI's expected probes), even one the UI does not report, and that the
+   * page threw no uncaught exception.
    */
   async clean() {
     await this.page.waitForTimeout(150); // let an alert from the last response render
@@ -127,6 +128,8 @@ export class UiUser {
     expect(all, `red alerts shown in the UI; failed /v1 responses:\n${await this.report()}`).toEqual([]);
     const failed = this.unexpectedFailures().map((f) => `${f.method} ${f.url} → ${f.status} ${f.body}`);
     expect(failed, 'failed /v1 responses').toEqual([]);
+    // An exception thrown in the page (often a JSON shape the UI did not expect).
+    expect(this.errors.filter((e) => e.startsWith('pageerror')), 'uncaught errors in the page').toEqual([]);
   }
 
   /** Logs in through the login page. */
