@@ -145,7 +145,7 @@ export function parseParameters(raw: string | undefined): Map<string, string> {
   return out;
 }
 
-function readSettings(book: Workbook, fallback: string | null | undefined): { settings: Settings; parsed: ParsedSheet | null } {
+function readSettings(book: Workbook, fallback: string | null | undefined, formName?: string | null): { settings: Settings; parsed: ParsedSheet | null } {
   const sheet = book.get('settings');
   const parsed = sheet ? parseSheet(sheet, 'settings', 'default') : null;
   const v = parsed?.rows[0]?.values ?? new Map<string, string>();
@@ -169,7 +169,7 @@ function readSettings(book: Workbook, fallback: string | null | undefined): { se
     autoSend: v.get('auto_send'),
     autoDelete: v.get('auto_delete'),
     style: v.get('style'),
-    rootName: v.get('name') ?? 'data',
+    rootName: v.get('name') ?? formName ?? 'data',
     namespaces: v.get('namespaces'),
     allowChoiceDuplicates: yesNo(v.get('allow_choice_duplicates')) === true,
     clean: yesNo(v.get('clean_text_values')) !== false,
@@ -336,7 +336,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
   if (!surveySheet) {
     throw new XlsFormError(`You must have a sheet named 'survey'. ${sheetMisspellings(book, 'survey')}`);
   }
-  const { settings } = readSettings(book, opts.formIdFallback);
+  const { settings } = readSettings(book, opts.formIdFallback, opts.formName);
   const survey = parseSheet(surveySheet, 'survey', settings.defaultLanguage, settings.clean);
   const choicesSheet = book.get('choices');
   const choices = choicesSheet ? parseSheet(choicesSheet, 'choices', settings.defaultLanguage, settings.clean) : null;

@@ -13,6 +13,11 @@ export interface XlsFormResult {
 export interface ConvertOptions {
   /** Form id when the settings sheet has no form_id (X-XlsForm-FormId-Fallback, decoded). */
   formIdFallback?: string | null;
+  /**
+   * The primary instance's root element name when the settings sheet has no `name` (pyxform's
+   * `form_name`; 'data' by default, as pyxform-http). The pyxform test suite runs with 'test_name'.
+   */
+  formName?: string | null;
 }
 
 /**
