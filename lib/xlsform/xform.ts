@@ -304,6 +304,33 @@ function itemsetNodeset(ctx: Ctx, el: Element, listId: string): string {
 }
 
 /** The body XML of one element. */
+/**
+ * The question names of a `trigger` cell: one `${name}`, or several separated by commas (spaces
+ * and empty items around the commas allowed), as pyxform 4.5 reads it.
+ * @throws XlsFormError PYREF_002 when two references are not separated by a comma, PYREF_001 when
+ *   an item is not a reference.
+ */
+function triggerNames(value: string, row: number): string[] {
+  const names: string[] = [];
+  for (const item of value.split(',')) {
+    const t = item.trim();
+    if (t === '') continue;
+    const refs = [...t.matchAll(/\$\{\s*([^}]*?)\s*\}/g)];
+    if (refs.length > 1) {
+      throw new XlsFormError(
+        `${rowAt(row)} On the 'survey' sheet, the 'trigger' value is invalid. Reference variable lists must have a comma between each variable.`,
+      );
+    }
+    if (refs.length === 0 || t.replace(refs[0]![0], '').trim() !== '') {
+      throw new XlsFormError(
+        `${rowAt(row)} On the 'survey' sheet, the 'trigger' value is invalid. Reference variables must start with '\${', then a question name, and end with '}'.`,
+      );
+    }
+    names.push(refs[0]![1]!);
+  }
+  return names;
+}
+
 function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): string {
   const where: RefContext = { path: el.path, el, column: 'label', row: el.row };
   if (el.kind === 'group' || el.kind === 'repeat') {
@@ -515,16 +542,17 @@ export function renderXForm(survey: Survey): string {
   const triggers = new Map<Element, Element[]>();
   for (const el of walk(root)) {
     if (!el.trigger) continue;
-    const m = /^\s*\$\{([^}]+)\}\s*$/.exec(el.trigger);
-    const source = m ? survey.byName.get(m[1]!.trim())?.[0] : undefined;
-    if (!source) {
-      throw new XlsFormError(
-        `${rowAt(el.row)} On the 'survey' sheet, the 'trigger' value is invalid. Reference variables must contain a name from the 'survey' sheet. Could not find the name '${m?.[1] ?? el.trigger}'.`,
-      );
+    for (const name of triggerNames(el.trigger, el.row)) {
+      const source = survey.byName.get(name)?.[0];
+      if (!source) {
+        throw new XlsFormError(
+          `${rowAt(el.row)} On the 'survey' sheet, the 'trigger' value is invalid. Reference variables must contain a name from the 'survey' sheet. Could not find the name '${name}'.`,
+        );
+      }
+      const list = triggers.get(source) ?? [];
+      list.push(el);
+      triggers.set(source, list);
     }
-    const list = triggers.get(source) ?? [];
-    list.push(el);
-    triggers.set(source, list);
   }
 
   // Entities: the meta/entity element, in the repeat or at the top.
