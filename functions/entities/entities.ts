@@ -1,23 +1,23 @@
 /** Entities of a Dataset: D/entities, E, E/versions, E/diffs, E/audits, bulk delete/restore. Authz in lib/entities. */
 import { groupApp, isExtended, success } from '../../lib/http/app';
+import { jsonBody } from '../../lib/http/body';
 import { projectId, stringParam } from '../../lib/http/params';
 import { actionNotes } from '../../lib/http/responses';
 import * as entities from '../../lib/entities';
 
 const D = '/v1/projects/:projectId/datasets/:name';
 const E = `${D}/entities/:uuid`;
-const body = (c: { req: { json(): Promise<unknown> } }) => c.req.json().catch(() => ({}));
 
 export const entitiesRoutes = groupApp()
   .get(`${D}/entities`, async (c) =>
     c.json(await entities.listEntities(c.var.ctx, projectId(c), stringParam(c, 'name'), { deleted: c.req.query('deleted') === 'true', extended: isExtended(c) })))
   .post(`${D}/entities`, async (c) => {
-    const out = await entities.createEntities(c.var.ctx, projectId(c), stringParam(c, 'name'), await body(c), c.req.header('user-agent') ?? null, actionNotes(c));
+    const out = await entities.createEntities(c.var.ctx, projectId(c), stringParam(c, 'name'), await jsonBody(c), c.req.header('user-agent') ?? null, actionNotes(c));
     return out.bulk ? new Response(JSON.stringify(out.json), { headers: { 'Content-Type': 'application/json; bulk' } }) : c.json(out.json);
   })
   .get(`${D}/entities/creators`, async (c) => c.json(await entities.listCreators(c.var.ctx, projectId(c), stringParam(c, 'name'))))
-  .post(`${D}/entities/bulk-delete`, async (c) => c.json(await entities.bulkSetDeleted(c.var.ctx, projectId(c), stringParam(c, 'name'), await body(c), false)))
-  .post(`${D}/entities/bulk-restore`, async (c) => c.json(await entities.bulkSetDeleted(c.var.ctx, projectId(c), stringParam(c, 'name'), await body(c), true)))
+  .post(`${D}/entities/bulk-delete`, async (c) => c.json(await entities.bulkSetDeleted(c.var.ctx, projectId(c), stringParam(c, 'name'), await jsonBody(c), false)))
+  .post(`${D}/entities/bulk-restore`, async (c) => c.json(await entities.bulkSetDeleted(c.var.ctx, projectId(c), stringParam(c, 'name'), await jsonBody(c), true)))
   .get(`${E}/versions`, async (c) =>
     c.json(await entities.listVersions(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'), {
       extended: isExtended(c), relevantToConflict: c.req.query('relevantToConflict') === 'true',
@@ -33,7 +33,7 @@ export const entitiesRoutes = groupApp()
   .patch(E, async (c) =>
     c.json(await entities.updateEntity(c.var.ctx, { projectId: projectId(c), name: stringParam(c, 'name'), uuid: stringParam(c, 'uuid') }, {
       baseVersion: c.req.query('baseVersion'), force: c.req.query('force'), resolve: c.req.query('resolve'),
-    }, await body(c), c.req.header('user-agent') ?? null)))
+    }, await jsonBody(c), c.req.header('user-agent') ?? null)))
   .delete(E, async (c) => {
     await entities.deleteEntity(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'));
     return success(c);

@@ -30,6 +30,45 @@ export async function readBodyBytes(c: Context<AppEnv>, limit: number): Promise<
 }
 
 /**
+ * An upload's bytes (form definitions, XLSForms, form and submission attachments, REST submission
+ * XML, images): readBodyBytes bounded by MAX_UPLOAD_BYTES, so a chunked body costs at most that.
+ * @returns the bytes (empty for no body). @throws Problem 400.36 over MAX_UPLOAD_BYTES (declared or counted).
+ */
+export function readUploadBytes(c: Context<AppEnv>): Promise<Uint8Array> {
+  return readBodyBytes(c, c.var.ctx.config.MAX_UPLOAD_BYTES);
+}
+
+/**
+ * The request body as a stream that counts while it is read, for readers that parse as they go
+ * (multipart): past `limit` bytes the stream errors, so its reader stops and whatever it buffered
+ * is dropped. A declared Content-Length over `limit` is refused before any byte is read.
+ * @param limit bytes.
+ * @returns `stream` (null for no body) and `over()`, true once the limit was passed (to tell that
+ *   error from the reader's own).
+ * @throws `tooLarge()` (default Problem 400.36) when the declared length passes `limit`.
+ */
+export function countedBody(
+  c: Context<AppEnv>, limit: number, tooLarge: () => Error = () => problems.user.requestTooLarge(),
+): { stream: ReadableStream<Uint8Array> | null; over: () => boolean } {
+  if (Number(c.req.header('content-length') ?? '0') > limit) throw tooLarge();
+  let seen = 0;
+  let over = false;
+  const body = c.req.raw.body;
+  const stream = body?.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, out) {
+      seen += chunk.byteLength;
+      if (seen > limit) {
+        over = true;
+        out.error(tooLarge());
+        return;
+      }
+      out.enqueue(chunk);
+    },
+  })) ?? null;
+  return { stream, over: () => over };
+}
+
+/**
  * The request body as text, read once with readBodyBytes and kept in Hono's body cache (so a later
  * `c.req.text()` or `c.req.json()` gets the same text). Invalid UTF-8 is refused rather than
  * silently replaced with U+FFFD.

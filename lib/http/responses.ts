@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import type { Ctx } from '../context';
 import { problems } from '../problem';
 import type { AppEnv } from './app';
-import { concatBytes } from '../bytes';
+import { readUploadBytes } from './body';
 
 /** `attachment; filename="…"; filename*=UTF-8''…` as Central writes it (or `inline; …`). */
 export function contentDisposition(filename: string, disposition: 'attachment' | 'inline' = 'attachment'): string {
@@ -67,27 +67,8 @@ export function actionNotes(c: Context<AppEnv>): string | null {
 }
 
 /**
- * The request body as bytes (form definitions, attachments), at most MAX_UPLOAD_BYTES: a declared
- * Content-Length over the limit is refused before reading, and reading stops once it is passed.
+ * The request body as bytes (form definitions, attachments, submission XML), at most
+ * MAX_UPLOAD_BYTES: lib/http/body.ts readUploadBytes, the one guard every body reader goes through.
  * @throws Problem 400.36 (Central's requestTooLarge).
  */
-export async function bodyBytes(c: Context<AppEnv>): Promise<Uint8Array> {
-  const max = c.var.ctx.config.MAX_UPLOAD_BYTES;
-  if (Number(c.req.header('content-length') ?? '0') > max) throw problems.user.requestTooLarge();
-  const body = c.req.raw.body;
-  if (!body) return new Uint8Array(0);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw problems.user.requestTooLarge();
-    }
-    chunks.push(value);
-  }
-  return concatBytes(chunks, size);
-}
+export const bodyBytes = (c: Context<AppEnv>): Promise<Uint8Array> => readUploadBytes(c);
