@@ -54,7 +54,7 @@ async function fullJson(ctx: Ctx, e: { entity: EntityRow; def: EntityDefRow }, e
 }
 
 /**
- * Entities of a Dataset (GET D/entities), oldest first, without data; `deleted` lists the deleted
+ * Entities of a Dataset (GET D/entities), newest first (as Central), without data; `deleted` lists the deleted
  * ones; extended adds the creators. @throws 404.1; 401.2/403.1 without entity.list. Reads only.
  */
 export async function listEntities(ctx: Ctx, projectId: number, name: string, opts: { deleted: boolean; extended: boolean }) {
@@ -62,7 +62,7 @@ export async function listEntities(ctx: Ctx, projectId: number, name: string, op
   const rows = await ctx.db.select({ entity: entities, def: entityDefs }).from(entities)
     .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
     .where(and(eq(entities.datasetId, d.dataset.id), opts.deleted ? isNotNull(entities.deletedAt) : isNull(entities.deletedAt)))
-    .orderBy(asc(entities.createdAt), asc(entities.id));
+    .orderBy(desc(entities.createdAt), desc(entities.id));
   if (!opts.extended) return rows.map((r) => entityJson(r.entity, r.def, false));
   const people = await actorMap(ctx, rows.flatMap((r) => [r.entity.creatorId, r.def.creatorId]));
   return rows.map((r) => entityJson(r.entity, r.def, false, {

@@ -18,8 +18,11 @@ export interface FilterField {
   type: FilterType;
 }
 
-/** Maps a member path (`__system/submissionDate`, `__id`, `age`) to a field, or null when it cannot be filtered on. */
-export type FilterFieldResolver = (path: string) => FilterField | null;
+/**
+ * Maps a member path (`__system/submissionDate`, `__id`, `age`) to a field, or null when it cannot be
+ * filtered on; `node` is the member's token (its `position` tells occurrences apart).
+ */
+export type FilterFieldResolver = (path: string, node?: ODataToken) => FilterField | null;
 
 /** An odata-v4-parser token. */
 export interface ODataToken {
@@ -98,7 +101,7 @@ function operand(node: ODataToken, resolve: FilterFieldResolver, want: FilterTyp
     case 'FirstMemberExpression':
     case 'MemberExpression':
     case 'RootExpression': {
-      const field = resolve(memberPath(node));
+      const field = resolve(memberPath(node), node);
       if (field == null) throw unsupportedField(node, memberPath(node));
       return field;
     }

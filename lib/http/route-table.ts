@@ -35,7 +35,7 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/form-links\/[^/]+\/form$/, 'forms'],
   [/^\/v1\/projects\/[^/]+\/forms(\/|$)/, 'forms'],
   [/^\/v1\/test\/[^/]+\/projects\/[^/]+\/forms\/[^/]+\/draft/, 'forms'],
-  // Datasets (Entity Lists) and their Entities.
+  // Datasets (Entity Lists), their Entities, the Entities OData (D.svc) and GeoJSON.
   [/^\/v1\/projects\/[^/]+\/datasets(\/|$)/, 'entities'],
   [/^\/v1\/projects\/?$/, 'projects'],
   [/^\/v1\/projects\/[^/]+\/?$/, 'projects'],

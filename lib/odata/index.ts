@@ -172,7 +172,7 @@ const encoder = new TextEncoder();
  * is read before the stream is returned, so that a failing first read (a date PostgreSQL refuses in
  * `$filter`) is an error response rather than a 200 that breaks off.
  */
-async function envelope(
+export async function envelope(
   context: string,
   rows: AsyncGenerator<{ [k: string]: Json }>,
   trailer: () => { nextLink: string | null; count: number | null },
