@@ -7,6 +7,7 @@ import { XlsFormError, type ConvertOptions, type XlsFormResult } from './types';
 import type { Workbook } from './workbook';
 import { renderXForm } from './xform';
 import { questionType, type TypeInfo } from './types-table';
+import { checkParameterKeys, parseParameters, rangeParameters } from './parameters';
 
 const rowAt = (n: number) => `[row : ${n}]`;
 
@@ -60,6 +61,8 @@ export interface Element {
   orOther?: boolean;
   saveTo?: string;
   repeatCount?: string;
+  /** A range question's checked parameters: body attributes, tick_labelset list, decimal type. */
+  range?: { attrs: Array<[string, string]>; labelset: string | null; decimal: boolean };
   children: Element[];
   parent?: Element;
   path: string;
@@ -123,27 +126,6 @@ export const yesNo = (v: string | undefined): boolean | null => {
   return YES.has(l) ? true : NO.has(l) ? false : null;
 };
 
-/** Parses `a=1 b=2` / `a=1, b=2` / `a=1;b=2` parameters (pyxform parameters_generic). */
-export function parseParameters(raw: string | undefined): Map<string, string> {
-  const out = new Map<string, string>();
-  if (!raw) return out;
-  const parts = raw.split(/[\s,;]+/).filter(Boolean);
-  for (let i = 0; i < parts.length; i++) {
-    const p = parts[i]!;
-    const eq = p.indexOf('=');
-    if (eq > 0) {
-      const k = p.slice(0, eq).trim().toLowerCase();
-      let v = p.slice(eq + 1).trim();
-      if (v === '' && i + 1 < parts.length) v = parts[++i]!;
-      out.set(k, v);
-    } else if (i + 1 < parts.length && parts[i + 1]!.startsWith('=')) {
-      const v = parts[i + 1]!.slice(1) || parts[i + 2] || '';
-      out.set(p.toLowerCase(), v);
-      i += parts[i + 1] === '=' ? 2 : 1;
-    }
-  }
-  return out;
-}
 
 function readSettings(book: Workbook, fallback: string | null | undefined, formName?: string | null): { settings: Settings; parsed: ParsedSheet | null } {
   const sheet = book.get('settings');
@@ -317,7 +299,7 @@ function fillElement(el: Element, row: Row): void {
     const x = v.get(k);
     if (x != null) el.control.set(k === 'rows' ? 'rows' : k, x);
   }
-  el.parameters = parseParameters(v.get('parameters'));
+  el.parameters = parseParameters(v.get('parameters'), row.row);
   el.defaultValue = v.get('default');
   el.trigger = v.get('trigger');
   el.choiceFilter = v.get('choice_filter');
@@ -432,6 +414,8 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     el.info = info;
     fillElement(el, row);
     el.parent = parent;
+    checkParameterKeys(canonical, el.parameters, row.row);
+    if (canonical === 'range') el.range = rangeParameters(el.parameters, el.control.get('appearance') ?? '', row.row, lists);
     if (canonical === 'select one external') {
       el.listName = arg!;
       externalLists.add(arg!);
@@ -448,9 +432,9 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
         // value= and label= name the item children used; they go into an XPath.
         for (const key of ['value', 'label']) {
           const v = el.parameters.get(key);
-          if (v != null && !/^[a-zA-Z_][a-zA-Z0-9\-_.]*$/.test(v)) {
+          if (v != null && !NAME_RE.test(v)) {
             throw new XlsFormError(
-              `${rowAt(row.row)} Parameter '${key}' has a value which is not valid. Values must begin with a letter or underscore. Subsequent characters can include letters, numbers, dashes, underscores, and periods.`,
+              `${rowAt(row.row)} On the 'survey' sheet, the 'parameters (${key})' value is invalid. ${NAMES_008}`,
             );
           }
         }
@@ -600,10 +584,14 @@ function sheetMisspellings(book: Workbook, wanted: string): string {
     : `When looking for a sheet named '${wanted}', the following sheets with similar names were found: ${candidates.map((c) => `'${c}'`).join(', ')}.`;
 }
 
+/** pyxform 4.5's NAMES_008 wording, after the row and column. */
+const NAMES_008 =
+  'Names must begin with a letter or underscore. After the first character, names may contain letters, digits, underscores, hyphens, or periods.';
+
 function checkName(name: string, row: number): void {
   if (!NAME_RE.test(name)) {
     throw new XlsFormError(
-      `${rowAt(row)} Invalid question name '${name}'. Names must begin with a letter, colon, or underscore. Other characters can include numbers, dashes, and periods.`,
+      `${rowAt(row)} On the 'survey' sheet, the 'name' value is invalid. ${NAMES_008}`,
     );
   }
 }

@@ -264,10 +264,7 @@ function modelFor(ctx: Ctx, el: Element): void {
   if (['geopoint', 'geotrace', 'geoshape'].includes(el.type)) {
     for (const k of ['allow-mock-accuracy']) if (p.has(k)) set(`odk:${k}`, p.get(k));
   }
-  if (el.type === 'range') {
-    const decimal = ['start', 'end', 'step'].some((k) => p.has(k) && !/^-?\d+$/.test(p.get(k)!));
-    if (decimal) set('type', 'decimal');
-  }
+  if (el.range?.decimal) set('type', 'decimal');
   if (info.bind.type !== undefined || a.length > 0) {
     if (a.length > 0) ctx.binds.push(bindXml(el.path, a));
   }
@@ -362,9 +359,7 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
     if (p.has('capture-accuracy')) control.push(['accuracyThreshold', p.get('capture-accuracy')]);
     if (p.has('warning-accuracy')) control.push(['unacceptableAccuracyThreshold', p.get('warning-accuracy')]);
   }
-  if (el.type === 'range') {
-    control.push(['start', p.get('start') ?? '1'], ['end', p.get('end') ?? '10'], ['step', p.get('step') ?? '1']);
-  }
+  if (el.range) control.push(...el.range.attrs);
   if (el.type === 'select one external') {
     control.push(['query', itemsetNodeset(ctx, el, el.listName!)]);
   }
@@ -414,6 +409,11 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
       labelRef = 'jr:itext(itextId)';
     }
     items = `<itemset nodeset="${escAttr(itemsetNodeset(ctx, el, el.listName!))}"><value ref="${escAttr(valueRef)}"/><label ref="${escAttr(labelRef)}"/></itemset>`;
+  }
+  if (el.range?.labelset) {
+    const list = ctx.survey.lists.get(el.range.labelset);
+    const labelRef = list?.itext ? 'jr:itext(itextId)' : 'label';
+    items = `<itemset nodeset="${escAttr(`instance('${el.range.labelset}')/root/item`)}"><value ref="name"/><label ref="${labelRef}"/></itemset>`;
   }
   let setvalues = '';
   for (const target of triggers.get(el) ?? []) {

@@ -620,7 +620,7 @@ describe('settings', () => {
       "[row : 2] File name for 'select_one_from_file towns.txt' should end with one of the supported file extensions: '.xml', '.csv', '.geojson'",
     );
     expect(conversionError({ survey: [[...S, 'parameters'], ['select_one_from_file towns.csv', 't', 'Town', 'value=code*']] }).message).toBe(
-      "[row : 2] Parameter 'value' has a value which is not valid. Values must begin with a letter or underscore. Subsequent characters can include letters, numbers, dashes, underscores, and periods.",
+      "[row : 2] On the 'survey' sheet, the 'parameters (value)' value is invalid. Names must begin with a letter or underscore. After the first character, names may contain letters, digits, underscores, hyphens, or periods.",
     );
   });
 
