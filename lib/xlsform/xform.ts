@@ -302,6 +302,43 @@ function itemsetNodeset(ctx: Ctx, el: Element, listId: string): string {
 
 /** The body XML of one element. */
 /**
+ * The itemset of a geo question's `reference-geometry` parameter (pyxform 4.5): a repeat named by
+ * `${repeat}` (value and label its `geometry` child, rows without one left out), or a secondary
+ * instance named by a choices list, an entity list, an xml/csv-external or a select-from-file list
+ * (value `name`, label `label`). The question's choice_filter narrows either.
+ * @throws XlsFormError SURVEY_006 when the name matches none of those.
+ */
+function referenceGeometry(ctx: Ctx, el: Element, value: string): string {
+  const survey = ctx.survey;
+  const refMatch = /^\$\{\s*([^}\s]+)\s*\}$/.exec(value);
+  const where = { path: el.path, el, column: el.original.get('choice_filter') ?? 'choice_filter', row: el.row, useCurrent: true };
+  if (refMatch) {
+    const repeat = survey.byName.get(refMatch[1]!)?.find((x) => x.kind === 'repeat');
+    if (repeat) {
+      const nodeset = repeat.path;
+      const filter = el.choiceFilter
+        ? resolve(ctx, el.choiceFilter, where).split(`current()/${nodeset}`).join('.').split(nodeset).join('.')
+        : "./geometry != ''";
+      return `<itemset nodeset="${escAttr(`${nodeset}[${filter}]`)}"><value ref="geometry"/><label ref="geometry"/></itemset>`;
+    }
+  }
+  const list = survey.lists.get(value);
+  const known =
+    list != null ||
+    (survey.byName.get(value) ?? []).some((x) => x.info?.kind === 'external-instance') ||
+    [...walk(survey.root)].some((x) => x.itemsetFile != null && x.listName === value);
+  if (!known) {
+    throw new XlsFormError(
+      `${rowAt(el.row)} On the 'survey' sheet, the 'parameters' value is invalid. The 'reference-geometry' parameter must either match a secondary instance name (a choices list_name, an entities list_name, or the base name of an attached file), or be a reference variable containing the name of a repeat.`,
+    );
+  }
+  let nodeset = `instance('${value}')/root/item`;
+  if (el.choiceFilter) nodeset += `[${resolve(ctx, el.choiceFilter, where)}]`;
+  const labelRef = list?.itext ? 'jr:itext(itextId)' : 'label';
+  return `<itemset nodeset="${escAttr(nodeset)}"><value ref="name"/><label ref="${labelRef}"/></itemset>`;
+}
+
+/**
  * The question names of a `trigger` cell: one `${name}`, or several separated by commas (spaces
  * and empty items around the commas allowed), as pyxform 4.5 reads it.
  * @throws XlsFormError PYREF_002 when two references are not separated by a comma, PYREF_001 when
@@ -373,7 +410,9 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
     throw new XlsFormError(`${rowAt(el.row)} The survey element named '${el.name}' has no label or hint.`);
   }
   let items = '';
-  if (info.kind === 'select' && el.itemsetRef) {
+  const geometry = ['geopoint', 'geotrace', 'geoshape'].includes(el.type) ? el.parameters.get('reference-geometry') : undefined;
+  if (geometry != null) items = referenceGeometry(ctx, el, geometry);
+  else if (info.kind === 'select' && el.itemsetRef) {
     // pyxform: the nodeset is the repeat holding the question, value and label its answer, and
     // rows without an answer are left out (or the choice_filter is applied relative to the row).
     const path = resolve(ctx, el.itemsetRef, { path: el.path, el, column: 'type', row: el.row }).trim();
