@@ -84,19 +84,58 @@ function relativeOrAbsolute(target: Element, where: RefContext, absoluteOnly: bo
   return where.useCurrent ? `current()/${rel}` : rel;
 }
 
-/** Text with `${}` turned into `<output/>`, XML-escaped. */
+/**
+ * Text with `${}` turned into `<output/>`, XML-escaped. An instance expression
+ * (`instance('list')/root/item[name = ${q}]/label`, pyxform 4.5) becomes one `<output/>` too,
+ * its `${}` resolved inside it.
+ */
 function outputText(ctx: Ctx, text: string, where: RefContext): { xml: string; outputs: boolean } {
   let outputs = false;
   let out = '';
   let last = 0;
+  const spans: Array<{ start: number; end: number; instance: boolean }> = [];
+  for (const m of text.matchAll(/instance\(\s*(['"])[^'"]*\1\s*\)/g)) {
+    if (spans.length && m.index! < spans[spans.length - 1]!.end) continue;
+    spans.push({ start: m.index!, end: instanceExpressionEnd(text, m.index! + m[0].length), instance: true });
+  }
   for (const m of text.matchAll(REF)) {
-    out += escText(text.slice(last, m.index));
-    out += resolve(ctx, m[0], where, true);
+    if (spans.some((sp) => sp.instance && m.index! >= sp.start && m.index! < sp.end)) continue;
+    spans.push({ start: m.index!, end: m.index! + m[0].length, instance: false });
+  }
+  spans.sort((a, b) => a.start - b.start);
+  for (const sp of spans) {
+    out += escText(text.slice(last, sp.start));
+    const piece = text.slice(sp.start, sp.end);
+    out += sp.instance ? `<output value="${escAttr(resolve(ctx, piece, where))}"/>` : resolve(ctx, piece, where, true);
     outputs = true;
-    last = m.index! + m[0].length;
+    last = sp.end;
   }
   out += escText(text.slice(last));
   return { xml: out, outputs };
+}
+
+/** Where an instance expression ends: its path steps and bracketed predicates (quotes respected). */
+function instanceExpressionEnd(text: string, i: number): number {
+  let depth = 0;
+  let quote: string | null = null;
+  for (; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quote) {
+      if (ch === quote) quote = null;
+      continue;
+    }
+    if (depth > 0) {
+      if (ch === "'" || ch === '"') quote = ch;
+      else if (ch === '[' || ch === '(') depth++;
+      else if (ch === ']' || ch === ')') depth--;
+      continue;
+    }
+    if (ch === '[') depth++;
+    else if (!/[A-Za-z0-9_:.\-/@*]/.test(ch)) break;
+  }
+  // A trailing period ends the sentence, not the path.
+  while (i > 0 && text[i - 1] === '.' && !/\.\.$/.test(text.slice(0, i))) i--;
+  return i;
 }
 
 function addText(ctx: Ctx, lang: string, id: string, xml: string, form?: string): void {
