@@ -106,7 +106,7 @@ function outputText(ctx: Ctx, text: string, where: RefContext): { xml: string; o
   for (const sp of spans) {
     out += escText(text.slice(last, sp.start));
     const piece = text.slice(sp.start, sp.end);
-    out += sp.instance ? `<output value="${escAttr(resolve(ctx, piece, where))}"/>` : resolve(ctx, piece, where, true);
+    out += sp.instance ? `<output value="${escAttr(escText(resolve(ctx, piece, where)))}"/>` : resolve(ctx, piece, where, true);
     outputs = true;
     last = sp.end;
   }
