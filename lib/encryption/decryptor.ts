@@ -12,6 +12,9 @@ import { CfbDecipher, submissionIvs, unlockPrivateKey, unwrapSubmissionKey } fro
 /** `{keyId}={passphrase}` pairs from the query string or the POST body (numeric keys only). */
 export type DecryptionPassphrases = Record<string, string>;
 
+/** Unwrapped keys kept per request (~0.4 kB each with its wrapped key: ≤ ~8 MB). */
+const CACHE_LIMIT = 20_000;
+
 /** One encrypted submission version as the decryptor needs it. */
 export interface EncryptedSubmission {
   /** keys.id of the form definition it was encrypted for (null: the definition has no key). */
@@ -28,6 +31,12 @@ export interface EncryptedSubmission {
  * was not unlocked: no passphrase given, or a self-supplied key).
  */
 export class Decryptor {
+  /**
+   * Unwrapped AES keys by wrapped key, so that an export's second pass over the same rows (the
+   * media after the CSV) does not pay RSA again. Bounded: cleared past CACHE_LIMIT entries.
+   */
+  private readonly aesKeys = new Map<string, Uint8Array>();
+
   constructor(private readonly privateKeys: ReadonlyMap<number, CryptoKey>) {}
 
   /** A decryptor with no keys (no passphrases given): every encrypted row stays `not decrypted`. */
@@ -51,7 +60,12 @@ export class Decryptor {
   async forSubmission(s: EncryptedSubmission): Promise<((index: number) => CfbDecipher) | null> {
     const priv = s.keyId == null ? undefined : this.privateKeys.get(s.keyId);
     if (!priv || !s.base64EncryptedKey) return null;
-    const aesKey = await unwrapSubmissionKey(priv, s.base64EncryptedKey);
+    let aesKey = this.aesKeys.get(s.base64EncryptedKey);
+    if (!aesKey) {
+      aesKey = await unwrapSubmissionKey(priv, s.base64EncryptedKey);
+      if (this.aesKeys.size >= CACHE_LIMIT) this.aesKeys.clear();
+      this.aesKeys.set(s.base64EncryptedKey, aesKey);
+    }
     const ivs = submissionIvs(s.instanceId, aesKey);
     return (index) => new CfbDecipher(aesKey, ivs(index));
   }
