@@ -118,12 +118,27 @@ export function readSubmission(input: string | Uint8Array): SubmissionDocument {
   return { root, bytes, xmlFormId, version: attr(root, 'version') ?? '' };
 }
 
-/** The XML with commas between the root start tag's attributes removed (the rest untouched). Pure. */
+/**
+ * The XML with commas between the root start tag's attributes removed (the rest untouched). Pure;
+ * linear: the prolog (processing instructions, comments) is skipped by hand, since a regular
+ * expression with nested lazy repeats backtracked exponentially on `<?a?>` repeated.
+ */
 function relaxRootAttributes(xml: string): string {
-  const m = /^(\s*(?:<\?[\s\S]*?\?>\s*|<!--[\s\S]*?-->\s*)*)(<[A-Za-z_][^>]*>)/.exec(xml);
-  if (!m) return xml;
-  const tag = m[2]!.replace(/("[^"]*"|'[^']*')\s*,(?=\s|\/?>)/g, '$1');
-  return m[1] + tag + xml.slice(m[0].length);
+  let at = 0;
+  for (;;) {
+    while (at < xml.length && /\s/.test(xml[at]!)) at += 1;
+    const [open, close] = xml.startsWith('<?', at) ? ['<?', '?>'] : xml.startsWith('<!--', at) ? ['<!--', '-->'] : [null, null];
+    if (open === null) break;
+    const end = xml.indexOf(close, at + open.length);
+    if (end < 0) return xml;
+    at = end + close.length;
+  }
+  const m = /<[A-Za-z_][^>]*>/y;
+  m.lastIndex = at;
+  const found = m.exec(xml);
+  if (!found) return xml;
+  const tag = found[0].replace(/("[^"]*"|'[^']*')\s*,(?=\s|\/?>)/g, '$1');
+  return xml.slice(0, at) + tag + xml.slice(at + found[0].length);
 }
 
 /**

@@ -38,24 +38,51 @@ export const attr = (el: El, local: string): string | undefined => {
 
 /**
  * `&` that does not start a predefined entity or a character reference, outside CDATA sections and
- * comments. Real forms carry them (`<h:title>People & Trees</h:title>`); Central's lenient parser
- * takes them as literal text, so we escape them before the strict parse. Undeclared named entities
- * (`&nbsp;`) are literal text too: without a DTD they cannot be defined, and DTDs are refused.
+ * comments, is a bare ampersand. Real forms carry them (`<h:title>People & Trees</h:title>`);
+ * Central's lenient parser takes them as literal text, so we escape them before the strict parse.
+ * Undeclared named entities (`&nbsp;`) are literal text too: without a DTD they cannot be defined,
+ * and DTDs are refused.
  */
-const BARE_AMP = /<!\[CDATA\[[\s\S]*?\]\]>|<!--[\s\S]*?-->|&(?!(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);)/g;
+const REFERENCE = /&(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+);/y;
+const NEXT = /[&<]/g;
 
-/** Escapes bare ampersands; returns the text and the offsets (in the new text) of each insertion. */
+/**
+ * Escapes bare ampersands; returns the text and the offsets (in the new text) of each insertion.
+ * One pass, linear in the input: an unclosed comment or CDATA section is looked for once (a
+ * regular expression with lazy `[\s\S]*?` rescanned the rest for each `<!--`, quadratic).
+ */
 export function escapeBareAmpersands(xml: string): { text: string; inserted: number[] } {
   if (!xml.includes('&')) return { text: xml, inserted: [] };
   const inserted: number[] = [];
+  const parts: string[] = [];
+  let copied = 0;
   let shift = 0;
-  const text = xml.replace(BARE_AMP, (m: string, offset: number) => {
-    if (m !== '&') return m;
-    inserted.push(offset + shift + 1); // the four added chars `amp;` start right after the `&`
+  let commentsClose = true;
+  let cdataClose = true;
+  NEXT.lastIndex = 0;
+  for (let m = NEXT.exec(xml); m; m = NEXT.exec(xml)) {
+    const at = m.index;
+    if (xml[at] === '<') {
+      if (xml[at + 1] !== '!') continue;
+      const comment = commentsClose && xml.startsWith('<!--', at);
+      const cdata = !comment && cdataClose && xml.startsWith('<![CDATA[', at);
+      if (!comment && !cdata) continue;
+      const end = comment ? xml.indexOf('-->', at + 4) : xml.indexOf(']]>', at + 9);
+      if (end >= 0) NEXT.lastIndex = end + 3;
+      else if (comment) commentsClose = false; // never closes: no later one can either
+      else cdataClose = false;
+      continue;
+    }
+    REFERENCE.lastIndex = at;
+    if (REFERENCE.test(xml)) continue;
+    parts.push(xml.slice(copied, at + 1), 'amp;');
+    copied = at + 1;
+    inserted.push(at + shift + 1); // the four added chars `amp;` start right after the `&`
     shift += 4;
-    return '&amp;';
-  });
-  return { text, inserted };
+  }
+  if (inserted.length === 0) return { text: xml, inserted };
+  parts.push(xml.slice(copied));
+  return { text: parts.join(''), inserted };
 }
 
 /** Maps an offset in the escaped text back to the original, then to a 1-based line and column. */
@@ -89,12 +116,20 @@ export class XmlFailure extends Error {
   }
 }
 
+/**
+ * Deepest element nesting either parser accepts. Real forms and submissions nest groups a few
+ * dozen deep; the walkers over the tree recurse per level, so a document nested 200,000 deep
+ * would overflow the stack (a 500) instead of being refused.
+ */
+export const MAX_XML_DEPTH = 1000;
+
 /** Thrown inside saxes handlers to stop once the root element has closed. */
 const DONE = Symbol('done');
 
 /**
  * Parses XML text (bare ampersands already escaped) into an element tree.
- * @throws XmlFailure with the reason, the offset, and whether any element had been seen.
+ * @throws XmlFailure with the reason, the offset, and whether any element had been seen; also for a
+ *   DOCTYPE (never read, so no entity is defined or expanded) and nesting deeper than MAX_XML_DEPTH.
  */
 export function parseTree(text: string): El {
   const parser = new SaxesParser({ xmlns: false, position: true });
@@ -112,6 +147,9 @@ export function parseTree(text: string): El {
   });
   parser.on('opentag', (tag) => {
     sawElement = true;
+    if (stack.length >= MAX_XML_DEPTH) {
+      throw new XmlFailure(`elements are nested more than ${MAX_XML_DEPTH} deep`, parser.position, true);
+    }
     const el: El = { name: tag.name, local: localName(tag.name), attrs: tag.attributes as Record<string, string>, children: [], text: '' };
     const parent = stack[stack.length - 1];
     if (parent) parent.children.push(el);
@@ -144,7 +182,8 @@ export function parseTree(text: string): El {
  * failures mapped to Problems.
  * @param format named in the 400.1 message ('xforms xml', 'submission xml').
  * @param notXml the Problem for input with no element at all (each parser reports a missing id).
- * @throws Problem 400.1 `{ format, rawLength, line, column, reason }` for malformed XML or a DOCTYPE;
+ * @throws Problem 400.1 `{ format, rawLength, line, column, reason }` for malformed XML, a DOCTYPE
+ *   or elements nested deeper than MAX_XML_DEPTH;
  *   `notXml()` when no element was seen.
  */
 export function readXml(xml: string, format: string, notXml: () => Problem): El {

@@ -6,6 +6,7 @@ import { diffSubmissionXml } from '../../../lib/xforms/diff-submissions';
 import { parseForm } from '../../../lib/xforms/parse-form';
 import { parseSubmission } from '../../../lib/xforms/parse-submission';
 import type { FormField } from '../../../lib/xforms/types';
+import { MAX_XML_DEPTH } from '../../../lib/xforms/xml-tree';
 import { problemOf } from '../../helpers/problems';
 
 const SHARED = fileURLToPath(new URL('../../../../shared/fixtures/', import.meta.url));
@@ -186,13 +187,15 @@ describe('diffSubmissionXml', () => {
     expect(Object.getPrototypeOf(diff[0]?.new)).toBe(Object.prototype);
   });
 
-  test('deep documents do not overflow the call stack', () => {
-    const depth = 50_000;
+  test('deep documents do not overflow the call stack (deeper than MAX_XML_DEPTH: 400.1)', () => {
+    const depth = MAX_XML_DEPTH - 2;
     const deep = (v: string) => `<data id="f">${'<a>'.repeat(depth)}${v}${'</a>'.repeat(depth)}</data>`;
     const diff = diffSubmissionXml(deep('<v>1</v>'), deep('<v>2</v>'), []);
     expect(diff).toHaveLength(1);
     expect(diff[0]?.path).toHaveLength(depth + 1);
     expect(diffSubmissionXml('<data id="f"/>', deep(''), [])).toHaveLength(1);
+    const tooDeep = `<data id="f">${'<a>'.repeat(50_000)}${'</a>'.repeat(50_000)}</data>`;
+    problemOf(() => diffSubmissionXml('<data id="f"/>', tooDeep, []), 400.1);
   });
 
   test('a DOCTYPE in either input → 400.1 (never expanded)', () => {
