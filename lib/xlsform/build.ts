@@ -355,6 +355,9 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     const endMatch = /^end[ _](group|repeat|loop)$/.exec(lower);
     if (endMatch) {
       const kind = endMatch[1] as 'group' | 'repeat' | 'loop';
+      if (v.get('save_to') != null) {
+        throw new XlsFormError(`${rowAt(row.row)} On the 'survey' sheet, the 'save_to' value is invalid. Groups and repeats can't be saved as entity properties. Either remove or move the save_to value in this row.`);
+      }
       if (stack.length === 1 || parent.kind !== kind) {
         throw new XlsFormError(`${rowAt(row.row)} Unmatched 'end_${kind}'. No matching 'begin_${kind}' was found for the name '${name ?? 'unknown'}'.`);
       }
@@ -705,23 +708,75 @@ function itemsetsCsv(external: ParsedSheet, sheetHeaders: string[]): string {
   return `${lines.join("\r\n")}\r\n`;
 }
 
+const ENTITY_COLUMNS = new Set(['list_name', 'dataset', 'label', 'create_if', 'update_if', 'entity_id', 'repeat']);
+
+/**
+ * The entities sheet (one entity list) and the survey's save_to columns, checked with pyxform
+ * 4.5's messages (ENTITY_001…013, NAMES_008/010/011/012/014/015, HEADER_005). A save_to may name
+ * its list (`list#property`); the property alone is kept on the element.
+ */
 function readEntities(book: Workbook, settings: Settings, root: Element): EntityDecl | null {
   const sheet = book.get('entities');
-  if (!sheet) return null;
-  const parsed = parseSheet(sheet, 'entities', settings.defaultLanguage);
-  const row = parsed.rows[0];
+  const saving = [...walk(root)].filter((el) => el.saveTo != null);
+  const parsed = sheet ? parseSheet(sheet, 'entities', settings.defaultLanguage) : null;
+  const rows = parsed?.rows ?? [];
+  if (parsed) {
+    const unknown = sheet!.headers.filter((h) => h && !ENTITY_COLUMNS.has(h.trim().toLowerCase()) && !/^label::/i.test(h.trim()));
+    if (unknown.length > 0) {
+      throw new XlsFormError(
+        `[row : 1] On the 'entities' sheet, one or more column names are invalid. The following column(s) are not supported by this version of pyxform: ${unknown.map((u) => `'${u}'`).join(', ')}. Please either: check the spelling of the column names, remove the columns, or update pyxform.`,
+      );
+    }
+  }
+  const names = new Set<string>();
+  for (const r of rows) {
+    const n = r.values.get('list_name') ?? r.values.get('dataset');
+    if (!n) throw new XlsFormError(`${rowAt(r.row)} On the 'entities' sheet, the 'list_name' value is invalid. Entity lists must have a name.`);
+    if (names.has(n)) throw new XlsFormError(`${rowAt(r.row)} On the 'entities' sheet, the 'list_name' value is invalid. The 'list_name' column must not have any duplicate names.`);
+    names.add(n);
+    const bad = (msg: string) => new XlsFormError(`${rowAt(r.row)} On the 'entities' sheet, the 'dataset' value is invalid. ${msg}`);
+    if (n.startsWith('__')) throw bad('Names used here must not begin with two underscores.');
+    if (n.includes('.')) throw bad('Names used here must not contain a period.');
+    if (!NAME_RE.test(n)) throw bad(NAMES_008);
+  }
+  // save_to values: `property` or `list#property`.
+  const seen = new Map<string, number>();
+  for (const el of saving) {
+    const bad = (msg: string) => new XlsFormError(`${rowAt(el.row)} On the 'survey' sheet, the 'save_to' value is invalid. ${msg}`);
+    const raw = el.saveTo!;
+    if (el.kind !== 'question') throw bad("Groups and repeats can't be saved as entity properties. Either remove or move the save_to value in this row.");
+    const parts = raw.split('#');
+    if (parts.length > 2) throw bad("A 'save_to' value must have at most one '#' delimiter character. Please check the spelling of this 'save_to' value.");
+    const [list, prop] = parts.length === 2 ? [parts[0]!, parts[1]!] : [null, parts[0]!];
+    if (!sheet || rows.length === 0) throw bad('To save entity properties using the save_to column, add an entities sheet and declare an entity.');
+    if (list == null && rows.length > 1) {
+      throw bad(
+        "When there is more than one entity declaration, 'save_to' names must be prefixed with the entity 'list_name' that the property belongs to. Please either: add the entity 'list_name' prefix separated with a '#' e.g. my_list#my_save_to (where 'my_list' is the entity 'list_name', and 'my_save_to' is the 'save_to' property name), or remove all but one entity declarations.",
+      );
+    }
+    if (list != null && !names.has(list)) {
+      throw bad(
+        `The entity list name '${list}' was not found on the entities sheet. Please either: check the spelling of the list name in the save_to value, or on the entities sheet add a row for this entity list, or check the spelling of existing entity list names.`,
+      );
+    }
+    if (!NAME_RE.test(prop)) throw bad(NAMES_008);
+    if (/^(name|label)$/i.test(prop)) throw bad("Names used here must not be 'name' or 'label' (case-insensitive).");
+    if (prop.startsWith('__')) throw bad('Names used here must not begin with two underscores.');
+    const key = `${list ?? [...names][0]}#${prop}`;
+    const other = seen.get(key);
+    if (other != null) {
+      throw bad(`The save_to property '${prop}' is already assigned by row '${other}'. Either remove or change one of these duplicate save_to property names.`);
+    }
+    seen.set(key, el.row);
+    el.saveTo = prop;
+  }
+  const row = rows[0];
   if (!row) return null;
-  if (parsed.rows.length > 1) {
+  if (rows.length > 1) {
     throw new XlsFormError('Currently, you can only declare a single entity per form. Please make sure your entities sheet only declares one entity.');
   }
   const v = row.values;
-  const dataset = v.get('list_name');
-  if (!dataset) {
-    throw new XlsFormError("The entities sheet is missing the list_name column. The list_name column is required, and must be the name of the entity list.");
-  }
-  if (dataset.startsWith('__')) {
-    throw new XlsFormError(`${rowAt(row.row)} On the 'entities' sheet, the 'dataset' value is invalid. Names used here must not begin with two underscores.`);
-  }
+  const dataset = (v.get('list_name') ?? v.get('dataset'))!;
   const decl: EntityDecl = {
     dataset,
     label: v.get('label') ?? textOfString(row),
@@ -731,19 +786,25 @@ function readEntities(book: Workbook, settings: Settings, root: Element): Entity
     row: row.row,
     repeat: null,
   };
+  const invalid = (msg: string) => new XlsFormError(`${rowAt(row.row)} On the 'entities' sheet, the entity declaration is invalid. The entity list name '${dataset}' ${msg}`);
+  if (decl.createIf && decl.entityId && !decl.updateIf) {
+    throw invalid(
+      "does not have an 'update_if' expression, but an 'update_if' is required when upserting entities. Upserting entities is indicated by using 'create_if' and 'entity_id' expressions. Please either: add an 'update_if' for this entity declaration, or to only create entities instead remove the 'entity_id' expression.",
+    );
+  }
   if (decl.updateIf && !decl.entityId) {
-    throw new XlsFormError('The entities sheet is missing the entity_id column which is required when updating entities.');
+    throw invalid(
+      "does not have an 'entity_id' expression, but an 'entity_id' is required when updating entities. Updating entities is indicated by using 'entity_id' and/or 'update_if' expressions. Please either: add an 'entity_id' for this entity declaration, or to only create entities instead move the 'update_if' to 'create_if'.",
+    );
   }
   if (!decl.entityId && !decl.label) {
-    throw new XlsFormError('The entities sheet is missing the label column which is required when creating entities.');
+    throw invalid(
+      "does not have a label, but a 'label' is required when creating entities. Creating entities is indicated by using a 'create_if' expression, or by not using 'entity_id' expression. Please either: add a 'label' for this entity declaration, or to update entities instead provide an 'entity_id' (and optionally 'update_if') expression.",
+    );
   }
   // Entities in a repeat: the repeat holding the save_to questions.
   let repeat: Element | null | undefined;
-  for (const el of walk(root)) {
-    if (!el.saveTo) continue;
-    if (el.saveTo === 'name' || el.saveTo === 'label' || el.saveTo.startsWith('__')) {
-      throw new XlsFormError(`${rowAt(el.row)} Invalid save_to name: the entity property name '${el.saveTo}' is reserved.`);
-    }
+  for (const el of saving) {
     let r: Element | null = null;
     for (let p = el.parent; p; p = p.parent) if (p.kind === 'repeat') { r = p; break; }
     if (repeat === undefined) repeat = r;
