@@ -42,7 +42,8 @@ interface RefContext {
 /** Replaces `${name}` with the node's path, as pyxform does (absolute, or relative inside a shared repeat). */
 function resolve(ctx: Ctx, expr: string, where: RefContext, asOutput = false): string {
   const absoluteOnly = /indexed-repeat\s*\(/.test(expr);
-  return expr.replace(REF, (_m, lastSaved: string | undefined, rawName: string) => {
+  const inPredicate = where.useCurrent ? null : predicatesAfterInstance(expr);
+  return expr.replace(REF, (_m, lastSaved: string | undefined, rawName: string, offset: number) => {
     const name = rawName.trim();
     const targets = ctx.survey.byName.get(name);
     if (!targets || targets.length === 0) {
@@ -61,10 +62,33 @@ function resolve(ctx: Ctx, expr: string, where: RefContext, asOutput = false): s
       ctx.survey.usesLastSaved = true;
       path = ` instance('__last-saved')${target.path} `;
     } else {
-      path = ` ${relativeOrAbsolute(target, where, absoluteOnly)} `;
+      const here = inPredicate?.[offset] ? { ...where, useCurrent: true } : where;
+      path = ` ${relativeOrAbsolute(target, here, absoluteOnly)} `;
     }
     return asOutput ? `<output value="${escAttr(path)}"/>` : path;
   });
+}
+
+/**
+ * For each character of an expression, whether it lies in a predicate (`[…]`) that comes after an
+ * `instance(` call: pyxform 4.5 writes references there as `current()/…` inside repeats.
+ */
+function predicatesAfterInstance(expr: string): boolean[] | null {
+  const first = expr.search(/instance\s*\(/);
+  if (first < 0) return null;
+  const out: boolean[] = new Array(expr.length).fill(false);
+  let depth = 0;
+  let quote: string | null = null;
+  for (let i = first; i < expr.length; i++) {
+    const ch = expr[i]!;
+    if (quote) {
+      if (ch === quote) quote = null;
+    } else if (ch === "'" || ch === '"') quote = ch;
+    else if (ch === '[') depth++;
+    else if (ch === ']') depth = Math.max(0, depth - 1);
+    out[i] = depth > 0;
+  }
+  return out;
 }
 
 function relativeOrAbsolute(target: Element, where: RefContext, absoluteOnly: boolean): string {
