@@ -373,6 +373,9 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
       const el = newElement(kind, row, name, `begin ${kind}`);
       fillElement(el, row);
       if (kind === 'loop') el.listName = arg;
+      if (kind === 'repeat' && el.label == null && el.media.size === 0) {
+        rowWarnings.push(`${rowAt(row.row)} Repeat has no label: {'name': '${name}', 'type': '${rawType}'}`);
+      }
       el.parent = parent;
       parent.children.push(el);
       stack.push(el);
@@ -534,7 +537,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     list.push(el);
     byName.set(el.name, list);
   }
-  checkSiblingNames(root, root.name);
+  checkSiblingNames(root, root.name, rowWarnings);
 
   // External choices → itemsets.csv.
   let itemsets: string | null = null;
@@ -603,11 +606,18 @@ function checkName(name: string, row: number): void {
  * pyxform's name rules: names are unique among siblings, `meta` is reserved (the form's metadata
  * group), and a repeat's name is unique in the whole survey and differs from the root's.
  */
-function checkSiblingNames(el: Element, rootName: string, repeats = new Map<string, number>()): void {
+function checkSiblingNames(el: Element, rootName: string, warnings: string[], repeats = new Map<string, number>()): void {
   const seen = new Set<string>();
+  const seenLower = new Set<string>();
   for (const c of el.children) {
+    const at = c.generated && c.type === 'calculate' ? '[row : unknown]' : rowAt(c.row);
     if (c.name === 'meta' && !c.generated) {
       throw new XlsFormError(`${rowAt(c.row)} On the 'survey' sheet, the 'name' value 'meta' is invalid. The name 'meta' is reserved for form metadata.`);
+    }
+    if (seen.has(c.name) && c.info?.kind !== 'external-instance') {
+      throw new XlsFormError(
+        `${at} On the 'survey' sheet, the 'name' value '${c.name}' is invalid. Questions, groups, and repeats must be unique within their nearest parent group or repeat, or the survey if not inside a group or repeat.`,
+      );
     }
     if (c.kind === 'repeat') {
       if (c.name === rootName) {
@@ -623,13 +633,14 @@ function checkSiblingNames(el: Element, rootName: string, repeats = new Map<stri
       }
       repeats.set(c.name, c.row);
     }
-    if (seen.has(c.name) && c.info?.kind !== 'external-instance') {
-      throw new XlsFormError(
-        `${rowAt(c.row)} On the 'survey' sheet, the 'name' value '${c.name}' is invalid. Questions, groups, and repeats must be unique within their nearest parent group or repeat, or the survey if not inside a group or repeat.`,
+    if (!c.generated && seenLower.has(c.name.toLowerCase()) && !seen.has(c.name)) {
+      warnings.push(
+        `${rowAt(c.row)} On the 'survey' sheet, the 'name' value '${c.name}' is problematic. The name is a case-insensitive match to another name. Questions, groups, and repeats should be unique within the nearest parent group or repeat, or the survey if not inside a group or repeat. Some data processing tools are not case-sensitive, so the current names may make analysis difficult.`,
       );
     }
     seen.add(c.name);
-    checkSiblingNames(c, rootName, repeats);
+    seenLower.add(c.name.toLowerCase());
+    checkSiblingNames(c, rootName, warnings, repeats);
   }
 }
 
