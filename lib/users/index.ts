@@ -252,10 +252,12 @@ export async function setPasswordUnchecked(ctx: Ctx, actor: ActorRow, password: 
   });
 }
 
-/** Stores a password hash, touches updatedAt and audits `user.update` `{ data: { password: true } }`. */
+/**
+ * Stores a password hash and audits `user.update` `{ data: { password: true } }`. The actor's
+ * updatedAt stays as it is, as Central's updatePassword leaves it.
+ */
 async function writePassword(tx: Ctx, actor: Pick<ActorRow, 'id' | 'acteeId'>, passwordHash: string): Promise<void> {
   await tx.db.update(users).set({ passwordHash }).where(eq(users.actorId, actor.id));
-  await tx.db.update(actors).set({ updatedAt: new Date() }).where(eq(actors.id, actor.id));
   await audit(tx, tx, 'user.update', actor.acteeId, { data: { password: true } });
 }
 
