@@ -1,6 +1,6 @@
 /**
  * `npm run cli -- <command> [--email E] [--password P]`: administration without the API.
- * Commands: user-create, user-promote, user-set-password, blobs-sweep, sessions-purge, purge. With the embedded database,
+ * Commands: user-create, user-promote, user-set-password, blobs-sweep, sessions-purge, jobs, entity-backlog, purge. With the embedded database,
  * stop the server first (PGlite allows one process at a time).
  */
 import { parseArgs } from 'node:util';
@@ -8,6 +8,7 @@ import { sweepOrphanBlobs } from '../../lib/blobs';
 import { purgeExpiredSessions } from '../../lib/sessions';
 import { purgeForms } from '../../lib/forms';
 import '../../lib/entities';
+import { processEntityBacklog } from '../../lib/entities/backlog';
 import { drainJobs } from '../../lib/jobs';
 import { purgeSubmissions } from '../../lib/submissions/manage';
 import { ConfigError } from '../../lib/config';
@@ -24,6 +25,7 @@ const usage = `usage: npm run cli -- <command> [options]
   blobs-sweep                            delete stored blobs no database row refers to
   sessions-purge                         delete expired sessions
   jobs                                   run deferred work left pending (entities from submissions)
+  entity-backlog [--force]               apply offline entity updates held for over 5 days (--force: all now)
   purge [--force]                        purge forms and submissions in the Trash for over 30 days (--force: all now)`;
 
 async function main(): Promise<number> {
@@ -73,6 +75,9 @@ async function main(): Promise<number> {
       }
       case 'jobs':
         console.log(`Ran ${await drainJobs(ctx)} pending job(s).`);
+        break;
+      case 'entity-backlog':
+        console.log(`Force-processed ${await processEntityBacklog(ctx, { force: values.force === true })} held submission(s).`);
         break;
       case 'sessions-purge':
         console.log(`Deleted ${await purgeExpiredSessions(ctx)} expired session(s).`);

@@ -11,6 +11,7 @@ import { loadConfig, processEnv } from '../../lib/runtime/env';
 import { createNodeDeps } from '../../lib/runtime/node';
 import { ensureFirstAdmin } from '../../lib/users/admin-tasks';
 import { drainJobs } from '../../lib/jobs';
+import { processEntityBacklog } from '../../lib/entities/backlog';
 import { localApp } from './app';
 import { withUi } from './ui';
 
@@ -51,8 +52,15 @@ async function main() {
     void drainJobs(systemCtx(deps)).catch((err: unknown) => console.error('job sweep failed', err)).finally(() => { draining = false; });
   }, 5000);
   sweep.unref();
+  // Offline entity updates held past the backlog timeout are forced through hourly (the embedded
+  // database admits no second process for `npm run cli -- entity-backlog`).
+  const backlog = setInterval(() => {
+    void processEntityBacklog(systemCtx(deps)).catch((err: unknown) => console.error('entity backlog run failed', err));
+  }, 3_600_000);
+  backlog.unref();
   const stop = () => {
     clearInterval(sweep);
+    clearInterval(backlog);
     server.close(() => {
       void deps.database.close().finally(() => process.exit(0));
     });

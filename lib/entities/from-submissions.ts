@@ -7,13 +7,13 @@
  * submission's entity work and records `entity.error` with the Problem, and the submission stays.
  * Spec: odk-xforms-spec-entities.md; interface.md Events (entity.create, entity.error).
  */
-import { and, eq, inArray, isNull } from 'drizzle-orm';
+import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
 import {
-  audits, datasetFormDefs, datasets, entities, entityDefs, entityDefSources, formDefs, forms, submissionDefs, submissions,
-  type DatasetRow, type EntityDefRow, type EntityRow,
+  audits, datasetFormDefs, datasets, entities, entityDefs, entityDefSources, entitySubmissionBacklog, formDefs, forms, submissionDefs,
+  submissions, type DatasetRow, type EntityDefRow, type EntityRow,
 } from '../../drizzle/schema';
 import type { Ctx } from '../context';
-import { registerJobHandler } from '../jobs';
+import { enqueueJob, registerJobHandler } from '../jobs';
 import { Problem, problems } from '../problem';
 import { parseSubmission } from '../xforms/parse-submission';
 import type { SubmissionEntity } from '../xforms/types';
@@ -22,15 +22,31 @@ import {
   entityVersionNotFound, normalizeUuid,
 } from './model';
 
-/** The job payload lib/submissions records. */
-interface SubmissionEvent {
-  /** 'submission.create' | 'submission.update.version' | 'submission.update' (review). */
+/** The job payload lib/submissions records (and ./backlog, for held offline updates). */
+export interface SubmissionEvent {
+  /**
+   * 'submission.create' | 'submission.update.version' | 'submission.update' (review), or
+   * 'submission.backlog.reprocess' (a held offline update whose predecessor was just applied).
+   */
   action: string;
   submissionId: number;
   submissionDefId: number;
   reviewState?: string | null;
   actorId: number | null;
+  /** Force-processing from the backlog (./backlog): no holding, base on the latest version, update as create. */
+  force?: boolean;
 }
+
+/** What an entity action of one submission works with. */
+interface SubCtx {
+  sub: typeof submissions.$inferSelect;
+  def: typeof submissionDefs.$inferSelect;
+  /** The form's actee (submission.backlog.* audits go on it, as Central's). */
+  formActeeId: string;
+}
+
+/** One entity of a Dataset with its current version. */
+type Current = { entity: EntityRow; def: EntityDefRow };
 
 const truthy = (v: string | null) => v === '1' || v === 'true';
 
@@ -68,6 +84,10 @@ async function processInner(tx: Ctx, ev: SubmissionEvent): Promise<void> {
     .innerJoin(submissionDefs, eq(submissionDefs.id, entityDefSources.submissionDefId))
     .where(eq(submissionDefs.submissionId, row.sub.id)).limit(1);
   if (used) return;
+  // A submission held in the backlog waits for its predecessor (or the force run) to requeue it.
+  const [held] = await tx.db.select({ id: entitySubmissionBacklog.id }).from(entitySubmissionBacklog)
+    .where(eq(entitySubmissionBacklog.submissionId, row.sub.id)).limit(1);
+  if (held) return;
   const links = await tx.db.select().from(datasetFormDefs).where(eq(datasetFormDefs.formDefId, row.formDef.id));
   if (links.length === 0 || row.formDef.datasets.length === 0) return;
 
@@ -80,11 +100,13 @@ async function processInner(tx: Ctx, ev: SubmissionEvent): Promise<void> {
     eq(datasets.projectId, row.form.projectId), inArray(datasets.name, names), isNull(datasets.deletedAt),
   ));
   const byName = new Map(dsRows.filter((d) => d.publishedAt != null).map((d) => [d.name, d]));
-  const ctxSub = { sub: row.sub, def: row.def };
+  const ctxSub: SubCtx = { sub: row.sub, def: row.def, formActeeId: row.form.acteeId };
   let sourceId: number | null = null;
   const source = async () => {
     sourceId ??= (await tx.db.insert(entityDefSources)
-      .values({ type: 'submission', submissionDefId: row.def.id, details: { submission: { instanceId: row.def.instanceId } } })
+      .values({
+        type: 'submission', submissionDefId: row.def.id, details: { submission: { instanceId: row.def.instanceId } }, forceProcessed: ev.force === true,
+      })
       .returning())[0]!.id;
     return sourceId;
   };
@@ -122,7 +144,7 @@ const sameIndex = (a: number[], b: number[]) => {
 };
 
 async function processEntity(
-  tx: Ctx, ev: SubmissionEvent, sub: { sub: typeof submissions.$inferSelect; def: typeof submissionDefs.$inferSelect },
+  tx: Ctx, ev: SubmissionEvent, sub: SubCtx,
   dataset: DatasetRow, e: SubmissionEntity, data: Record<string, string>, permitted: string[], source: () => Promise<number>,
 ): Promise<void> {
   for (const action of ['create', 'update'] as const) {
@@ -130,25 +152,70 @@ async function processEntity(
   }
   const uuid = normalizeUuid(e.id, 'uuid');
   const { lockEntity } = await import('./index');
+  // Locked before anything is read, even before the entity exists (an offline create and its
+  // updates may be processed at once): holding and requeueing below happen under this lock.
   await lockEntity(tx, uuid);
+  let result: Current | null = null;
   if (truthy(e.update)) {
     try {
-      await updateFromSubmission(tx, ev, sub, dataset, e, uuid, data, source);
-      return;
+      result = await updateFromSubmission(tx, ev, sub, dataset, e, uuid, data, source, false);
     } catch (err) {
       const fallback = err instanceof Problem && (err.code === 404.8 || (err.code === 400.2 && (err.details as { field?: string })?.field === 'baseVersion'));
-      if (!(fallback && truthy(e.create))) throw err;
+      if (!(fallback && (truthy(e.create) || ev.force === true))) throw err;
+      result = await createFromSubmission(tx, ev, sub, dataset, e, uuid, data, source);
+    }
+  } else if (truthy(e.create)) {
+    try {
+      result = await createFromSubmission(tx, ev, sub, dataset, e, uuid, data, source);
+    } catch (err) {
+      // A create arriving after a force-processed update made the entity: applied as an update.
+      if (!(err instanceof Problem && err.code === 409.3 && (await createdByForce(tx, uuid)))) throw err;
+      result = await updateFromSubmission(tx, ev, sub, dataset, e, uuid, data, source, true);
     }
   }
-  if (truthy(e.create)) await createFromSubmission(tx, ev, sub, dataset, e, uuid, data, source);
+  if (result != null && ev.force !== true) await requeueNextHeld(tx, ev, sub, result);
+}
+
+/** Whether an entity's first version came from a force-processed backlog submission. */
+async function createdByForce(tx: Ctx, uuid: string): Promise<boolean> {
+  const [root] = await tx.db.select({ forced: entityDefSources.forceProcessed }).from(entityDefs)
+    .innerJoin(entities, eq(entities.id, entityDefs.entityId))
+    .innerJoin(entityDefSources, eq(entityDefSources.id, entityDefs.sourceId))
+    .where(and(eq(entities.uuid, uuid), eq(entityDefs.version, 1), isNull(entities.deletedAt)));
+  return root?.forced === true;
+}
+
+/**
+ * After a version was applied, the held submission that comes next in its branch (Central's
+ * _getNextHeldSubmissionInBranch: by branch and branchBaseVersion + 1, or, after an offline create
+ * outside any branch, the entity's held update based on version 1) leaves the backlog and is
+ * queued as a `submission.backlog.reprocess` job, in this transaction. Audit
+ * `submission.backlog.reprocess` `{ submissionId, submissionDefId }` on the form.
+ */
+async function requeueNextHeld(tx: Ctx, ev: SubmissionEvent, sub: SubCtx, applied: Current): Promise<void> {
+  const { branchId, branchBaseVersion } = applied.def;
+  const b = entitySubmissionBacklog;
+  const [next] = await tx.db.delete(b).where(branchId == null
+    ? and(eq(b.entityUuid, applied.entity.uuid), eq(b.branchBaseVersion, 1))
+    : and(eq(b.branchId, branchId), eq(b.branchBaseVersion, (branchBaseVersion ?? 0) + 1)))
+    .returning();
+  if (!next) return;
+  await writeAudit(tx, ev.actorId, 'submission.backlog.reprocess', sub.formActeeId, {
+    submissionId: next.submissionId, submissionDefId: next.submissionDefId,
+  });
+  await enqueueJob(tx, 'submission.entities', {
+    action: 'submission.backlog.reprocess', submissionId: next.submissionId, submissionDefId: next.submissionDefId, actorId: ev.actorId,
+  });
 }
 
 async function createFromSubmission(
-  tx: Ctx, ev: SubmissionEvent, sub: { sub: typeof submissions.$inferSelect; def: typeof submissionDefs.$inferSelect },
+  tx: Ctx, ev: SubmissionEvent, sub: SubCtx,
   dataset: DatasetRow, e: SubmissionEntity, uuid: string, data: Record<string, string>, source: () => Promise<number>,
-) {
-  if ((dataset.approvalRequired && ev.reviewState !== 'approved') || (!dataset.approvalRequired && ev.action === 'submission.update')) return;
-  if (e.label == null || e.label.trim() === '') throw problems.user.missingParameter({ field: 'label' });
+): Promise<Current | null> {
+  if ((dataset.approvalRequired && ev.reviewState !== 'approved') || (!dataset.approvalRequired && ev.action === 'submission.update')) return null;
+  // Force-processing an update as a create: Central gives it a label if it has none.
+  const label = ev.force === true && (e.label == null || e.label.trim() === '') ? 'auto generated' : e.label;
+  if (label == null || label.trim() === '') throw problems.user.missingParameter({ field: 'label' });
   const baseVersion = e.baseVersion == null || e.baseVersion.trim() === '' ? null : e.baseVersion;
   if (baseVersion != null && !/^\d+$/.test(baseVersion)) throw problems.user.invalidDataTypeOfParameter({ field: 'baseVersion', expected: 'integer' });
   const branch = branchOf(e);
@@ -156,14 +223,17 @@ async function createFromSubmission(
   if (taken?.deletedAt) throw entityUniquenessViolationWithDeleted({ entityUuids: [uuid] });
   if (taken) throw problems.user.uniquenessViolation({ fields: ['uuid'], values: [uuid] });
   const { insertEntities } = await import('./index');
-  const [created] = await insertEntities(tx, dataset.id, [{ uuid, label: e.label, data, dataReceived: { ...data, label: e.label } }],
+  const [created] = await insertEntities(tx, dataset.id, [{ uuid, label, data, dataReceived: { ...data, label } }],
     await source(), { creatorId: sub.def.submitterId, userAgent: sub.def.userAgent }, {
       branchId: branch.branchId, trunkVersion: branch.trunkVersion,
+      // A forced update-as-create keeps its place in the branch, so the branch's next update finds it.
+      ...(ev.force === true && baseVersion != null ? { branchBaseVersion: Number(baseVersion) } : {}),
     });
   await writeAudit(tx, ev.actorId, 'entity.create', dataset.acteeId, {
     entityId: created!.entity.id, entityDefId: created!.def.id, entity: { uuid, dataset: dataset.name },
     submissionId: sub.sub.id, submissionDefId: sub.def.id,
   });
+  return created!;
 }
 
 function branchOf(e: SubmissionEntity): { branchId: string | null; trunkVersion: number | null } {
@@ -177,43 +247,109 @@ function branchOf(e: SubmissionEntity): { branchId: string | null; trunkVersion:
   return { branchId, trunkVersion };
 }
 
+const UPDATE_ACTIONS = new Set(['submission.create', 'submission.update.version', 'submission.backlog.reprocess']);
+
+/**
+ * The version an update builds on (Central's _computeBaseVersion): without a branch, `baseVersion`
+ * itself; in an offline branch, version 1 or the trunk version at the branch's start, else the
+ * version this branch made from `baseVersion - 1`. When that one has not arrived yet the
+ * submission is held (null), unless force-processing, which builds on the latest version.
+ * Deleted entities have no versions here. @throws 404.8 no such entity; 404.9 no such version.
+ */
+async function baseVersionOf(
+  tx: Ctx, ev: SubmissionEvent, sub: SubCtx, dataset: DatasetRow, uuid: string, baseVersion: number,
+  branch: { branchId: string | null; trunkVersion: number | null }, createAsUpdate: boolean,
+): Promise<EntityDefRow | null> {
+  const defOf = async (cond: ReturnType<typeof and>) => (await tx.db.select({ def: entityDefs }).from(entityDefs)
+    .innerJoin(entities, eq(entities.id, entityDefs.entityId))
+    .where(and(eq(entities.datasetId, dataset.id), eq(entities.uuid, uuid), isNull(entities.deletedAt), cond)).limit(1))[0]?.def;
+  const latest = async () => {
+    const d = await defOf(eq(entityDefs.current, true));
+    if (!d) throw entityNotFound({ entityUuid: uuid, datasetName: dataset.name });
+    return d;
+  };
+  if (createAsUpdate) return latest();
+  if (branch.branchId == null) {
+    const d = await defOf(eq(entityDefs.version, baseVersion));
+    if (d) return d;
+    await latest();
+    throw entityVersionNotFound({ baseVersion, entityUuid: uuid, datasetName: dataset.name });
+  }
+  const d = await defOf(baseVersion === 1 || baseVersion === branch.trunkVersion
+    ? eq(entityDefs.version, baseVersion)
+    : and(eq(entityDefs.branchId, branch.branchId), eq(entityDefs.branchBaseVersion, baseVersion - 1)));
+  if (d) return d;
+  if (ev.force === true) return latest();
+  await holdSubmission(tx, ev, sub, uuid, branch.branchId, baseVersion);
+  return null;
+}
+
+/**
+ * Holds an offline update whose predecessor in its branch has not been applied: a backlog row
+ * (unique per branch and base version) and audit `submission.backlog.hold` `{ submissionId,
+ * submissionDefId }` on the form. @throws 409.3 another submission already holds that place.
+ */
+async function holdSubmission(tx: Ctx, ev: SubmissionEvent, sub: SubCtx, uuid: string, branchId: string, baseVersion: number): Promise<void> {
+  const [row] = await tx.db.insert(entitySubmissionBacklog).values({
+    submissionId: sub.sub.id, submissionDefId: sub.def.id, entityUuid: uuid, branchId, branchBaseVersion: baseVersion,
+    loggedAt: sql`clock_timestamp()`,
+  }).onConflictDoNothing().returning({ id: entitySubmissionBacklog.id });
+  if (!row) throw problems.user.uniquenessViolation({ fields: ['branchId', 'baseVersion'], values: [branchId, String(baseVersion)] });
+  await writeAudit(tx, ev.actorId, 'submission.backlog.hold', sub.formActeeId, { submissionId: sub.sub.id, submissionDefId: sub.def.id });
+}
+
 async function updateFromSubmission(
-  tx: Ctx, ev: SubmissionEvent, sub: { sub: typeof submissions.$inferSelect; def: typeof submissionDefs.$inferSelect },
-  dataset: DatasetRow, e: SubmissionEntity, uuid: string, data: Record<string, string>, source: () => Promise<number>,
-) {
-  if (!(ev.action === 'submission.create' || ev.action === 'submission.update.version')) return;
-  if (e.baseVersion == null || e.baseVersion.trim() === '') throw problems.user.missingParameter({ field: 'baseVersion' });
-  if (!/^\d+$/.test(e.baseVersion)) throw problems.user.invalidDataTypeOfParameter({ field: 'baseVersion', expected: 'integer' });
-  const baseVersion = Number(e.baseVersion);
+  tx: Ctx, ev: SubmissionEvent, sub: SubCtx, dataset: DatasetRow, e: SubmissionEntity, uuid: string,
+  data: Record<string, string>, source: () => Promise<number>, createAsUpdate: boolean,
+): Promise<Current | null> {
+  if (!UPDATE_ACTIONS.has(ev.action)) return null;
+  let baseVersion = 0;
+  if (!createAsUpdate) {
+    if (e.baseVersion == null || e.baseVersion.trim() === '') throw problems.user.missingParameter({ field: 'baseVersion' });
+    if (!/^\d+$/.test(e.baseVersion)) throw problems.user.invalidDataTypeOfParameter({ field: 'baseVersion', expected: 'integer' });
+    baseVersion = Number(e.baseVersion);
+  }
   const branch = branchOf(e);
   const label = e.label == null || e.label.trim() === '' ? null : e.label;
+  let base: EntityDefRow | null;
+  try {
+    base = await baseVersionOf(tx, ev, sub, dataset, uuid, baseVersion, branch, createAsUpdate);
+  } catch (err) {
+    if (err instanceof Problem && err.code === 404.8) {
+      const [gone] = await tx.db.select({ id: entities.id }).from(entities)
+        .where(and(eq(entities.datasetId, dataset.id), eq(entities.uuid, uuid), sql`${entities.deletedAt} is not null`));
+      if (gone) throw entityDeleted({ entityUuid: uuid });
+    }
+    throw err;
+  }
+  if (base == null) return null;
   const [server] = await tx.db.select({ entity: entities, def: entityDefs }).from(entities)
     .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
-    .where(and(eq(entities.datasetId, dataset.id), eq(entities.uuid, uuid)));
+    .where(and(eq(entities.datasetId, dataset.id), eq(entities.uuid, uuid), isNull(entities.deletedAt)));
   if (!server) throw entityNotFound({ entityUuid: uuid, datasetName: dataset.name });
-  if (server.entity.deletedAt) throw entityDeleted({ entityUuid: uuid });
-  let base: EntityDefRow | undefined;
-  if (branch.branchId != null && baseVersion !== 1 && baseVersion !== branch.trunkVersion) {
-    [base] = await tx.db.select().from(entityDefs).where(and(eq(entityDefs.entityId, server.entity.id),
-      eq(entityDefs.branchId, branch.branchId), eq(entityDefs.branchBaseVersion, baseVersion - 1)));
-    base ??= server.def; // Fieldbase does not hold out-of-order offline updates yet: apply on the latest.
-  } else {
-    [base] = await tx.db.select().from(entityDefs).where(and(eq(entityDefs.entityId, server.entity.id), eq(entityDefs.version, baseVersion)));
-  }
-  if (!base) throw entityVersionNotFound({ baseVersion, entityUuid: uuid, datasetName: dataset.name });
   if (branch.trunkVersion != null && branch.trunkVersion > server.def.version) {
     throw entityVersionNotFound({ baseVersion: `trunkVersion=${branch.trunkVersion}`, entityUuid: uuid, datasetName: dataset.name });
   }
   const dataReceived: Record<string, string> = { ...data, ...(label != null ? { label } : {}) };
   let conflict = server.entity.conflict;
   let conflictingProperties: string[] | null = null;
-  if (base.version !== server.def.version) {
-    const changed = diffProps(server.def.data, base.data);
-    const serverDiff: Record<string, string> = {};
-    for (const k of changed) serverDiff[k] = server.def.data[k]!;
-    if (server.def.label !== base.label) serverDiff.label = server.def.label;
+  const hardOrSoft = (serverDiff: Record<string, string>) => {
     conflictingProperties = Object.keys(dataReceived).filter((k) => k in serverDiff && dataReceived[k] !== serverDiff[k]);
     if (conflict !== 'hard') conflict = conflictingProperties.length > 0 ? 'hard' : 'soft';
+  };
+  if (base.version !== server.def.version) {
+    const serverDiff: Record<string, string> = {};
+    for (const k of diffProps(server.def.data, base.data)) serverDiff[k] = server.def.data[k]!;
+    if (server.def.label !== base.label) serverDiff.label = server.def.label;
+    hardOrSoft(serverDiff);
+  } else if (createAsUpdate) {
+    // A create applied as an update: what it sends that the entity already has otherwise conflicts.
+    const diff: Record<string, string> = {};
+    for (const k of diffProps(server.def.data, dataReceived)) diff[k] = server.def.data[k]!;
+    if (server.def.label !== (dataReceived.label ?? null)) diff.label = server.def.label;
+    hardOrSoft(diff);
+    await tx.db.update(entityDefSources).set({ details: sql`coalesce(${entityDefSources.details}, '{}'::jsonb) || '{"action":"create"}'::jsonb` })
+      .where(eq(entityDefSources.id, await source()));
   } else if (branch.branchId != null && conflict !== 'hard') {
     // Central's _interruptedBranch: a version from outside the branch after its trunk version.
     const others = await tx.db.select({ v: entityDefs.version, b: entityDefs.branchId }).from(entityDefs)
@@ -221,16 +357,17 @@ async function updateFromSubmission(
     if (others.some((o) => o.b !== branch.branchId && o.v > (branch.trunkVersion ?? 1))) conflict = 'soft';
   }
   const { addVersion } = await import('./index');
-  const result = await addVersion(tx, server as { entity: EntityRow; def: EntityDefRow }, {
+  const result = await addVersion(tx, server as Current, {
     label: label ?? server.def.label, data: { ...server.def.data, ...data }, dataReceived, baseVersion: base.version,
     conflict, conflictingProperties, source: { type: 'submission', id: await source() },
     creatorId: sub.def.submitterId, userAgent: sub.def.userAgent, branchId: branch.branchId, trunkVersion: branch.trunkVersion,
-    branchBaseVersion: branch.branchId != null ? baseVersion : null,
+    branchBaseVersion: branch.branchId != null && !createAsUpdate ? baseVersion : null,
   });
   await writeAudit(tx, ev.actorId, 'entity.update.version', dataset.acteeId, {
     entityId: result.entity.id, entityDefId: result.def.id, entity: { uuid, dataset: dataset.name },
     submissionId: sub.sub.id, submissionDefId: sub.def.id,
   });
+  return result;
 }
 
 /**

@@ -330,6 +330,7 @@ export async function listVersions(ctx: Ctx, projectId: number, name: string, uu
   const sources = await sourceJsonFor(ctx, defs.map((r) => r.source));
   return withConflictDetails(defs.map((r, i) => ({
     def: r.def,
+    isCreateAsUpdate: (r.source?.details as { action?: string } | null)?.action === 'create',
     ...versionJson(r.def, true, people ? (people.get(r.def.creatorId ?? -1) ?? null) : undefined),
     source: sources[i],
   })), resolved ? Number((resolved.details as { entityDefId?: number }).entityDefId ?? 0) : null, opts.relevantToConflict);

@@ -141,23 +141,50 @@ export function versionDiffs(defs: EntityDefRow[]): Array<Array<{ old: string | 
 }
 
 /**
- * Version listing with conflict details (Central's getWithConflictDetails, without offline
- * branch contiguity): each version gets conflict, resolved, baseDiff, serverDiff, lastGoodVersion,
- * relevantToConflict. @param lastResolvedDefId the def id of the last `entity.update.resolve`. Pure.
+ * The last version of an offline branch still contiguous with its trunk version (no version from
+ * outside the branch in between), grown version by version (Central's Branch). Pure.
+ */
+class Branch {
+  lastContiguousWithTrunk: number;
+  constructor(first: EntityDefRow) {
+    this.lastContiguousWithTrunk = first.trunkVersion != null
+      ? (first.version === first.trunkVersion + 1 ? first.version : 0)
+      // Created offline: contiguous unless another update came between the create and this one.
+      : (first.version === 2 ? 2 : 1);
+  }
+
+  add(def: EntityDefRow) {
+    if (def.baseVersion === this.lastContiguousWithTrunk && def.version === def.baseVersion + 1) this.lastContiguousWithTrunk = def.version;
+  }
+}
+
+/**
+ * Version listing with conflict details (Central's getWithConflictDetails): each version gets
+ * conflict, resolved, baseDiff, serverDiff, lastGoodVersion, relevantToConflict. A version is in
+ * conflict when it is not based on the one before it, when its offline branch is no longer
+ * contiguous with its trunk at its base, or when it is a create applied as an update (`isCreateAsUpdate`).
+ * @param lastResolvedDefId the def id of the last `entity.update.resolve`. Pure.
  */
 export function withConflictDetails(
-  defs: Array<Record<string, unknown> & { def: EntityDefRow }>, lastResolvedDefId: number | null, relevantOnly: boolean,
+  defs: Array<Record<string, unknown> & { def: EntityDefRow; isCreateAsUpdate?: boolean }>, lastResolvedDefId: number | null, relevantOnly: boolean,
 ): Array<Record<string, unknown>> {
   const result: Array<Record<string, unknown>> = [];
   let lastGood = 0;
   const relevantBase = new Set<number>();
   const byVersion = new Map(defs.map((d) => [d.def.version, d.def]));
-  for (const { def, ...json } of defs) {
+  const branches = new Map<string, Branch>();
+  for (const { def, isCreateAsUpdate, ...json } of defs) {
+    if (def.branchId != null) {
+      const b = branches.get(def.branchId);
+      if (b) b.add(def);
+      else branches.set(def.branchId, new Branch(def));
+    }
     const v: Record<string, unknown> = { ...json, conflict: null, resolved: false, baseDiff: [], serverDiff: [], lastGoodVersion: false };
     if (def.version > 1 && def.baseVersion != null) {
       const base = byVersion.get(def.baseVersion);
       const prev = byVersion.get(def.version - 1);
-      const conflict = def.version !== def.baseVersion + 1;
+      const notContiguous = def.branchId != null && branches.get(def.branchId)!.lastContiguousWithTrunk < def.baseVersion;
+      const conflict = def.version !== def.baseVersion + 1 || notContiguous || isCreateAsUpdate === true;
       if (base) v.baseDiff = diffProps(def.dataReceived, { ...base.data, label: base.label });
       if (prev) v.serverDiff = diffProps(def.dataReceived, { ...prev.data, label: prev.label });
       if (conflict) {

@@ -72,21 +72,25 @@ export async function withJobs<T>(ctx: Ctx, fn: (tx: Ctx) => Promise<T>): Promis
  * Runs the given pending jobs (or, without ids, up to `limit` of the oldest pending ones), each in
  * its own transaction that locks the job row (`for update skip locked`), so two processes never run
  * one job twice. A handler error rolls back its work and counts an attempt; after three the job is
- * marked done with its error. Jobs without a handler here are left pending.
+ * marked done with its error. Jobs without a handler here are left pending. Jobs a handler
+ * enqueues (a held offline update requeued by the one before it) run next, in this same call, so
+ * a chain of them completes in one run.
  * @returns how many jobs completed. Effects: the handlers'; `jobs` rows updated.
  */
 export async function runJobs(ctx: Ctx, ids?: number[], limit = 100): Promise<number> {
   const root: Ctx = { ...ctx, tx: undefined };
-  const candidates = ids ?? (await root.db
+  const candidates = ids ? [...ids] : (await root.db
     .select({ id: jobs.id })
     .from(jobs)
     .where(and(isNull(jobs.doneAt), inArray(jobs.action, [...handlers.keys(), ''])))
     .orderBy(asc(jobs.id))
     .limit(limit)).map((r) => r.id);
   let done = 0;
-  for (const id of candidates) {
+  for (let i = 0; i < candidates.length; i += 1) {
+    const id = candidates[i]!;
     let failure: unknown = null;
     let ran = false;
+    let followUps: number[] = [];
     try {
       await withTx(root, async (tx) => {
         const [job] = await tx.db.select().from(jobs)
@@ -98,11 +102,15 @@ export async function runJobs(ctx: Ctx, ids?: number[], limit = 100): Promise<nu
         await handler(tx, job.payload);
         await tx.db.update(jobs).set({ doneAt: new Date(), attempts: sql`${jobs.attempts} + 1` }).where(eq(jobs.id, id));
         ran = true;
+        followUps = (tx.tx && enqueued.get(tx.tx)) ?? [];
       });
     } catch (err) {
       failure = err;
     }
-    if (ran) done += 1;
+    if (ran) {
+      done += 1;
+      candidates.push(...followUps);
+    }
     if (failure != null) {
       ctx.log.error('job failed', { err: failure, jobId: id, requestId: ctx.requestId });
       const message = failure instanceof Error ? failure.message : String(failure);
