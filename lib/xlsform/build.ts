@@ -222,9 +222,10 @@ function splitType(raw: string): { base: string; arg?: string; orOther: boolean 
     orOther = true;
     t = t.replace(/ or[_ ]other$| or specify other$/i, '');
   }
-  const m = /^(select_one_from_file|select_multiple_from_file|select_one_external|select one external|select_one|select one|select_multiple|select multiple|select all that apply|select1|rank)\s+(?:from\s+)?(\S+)$/i.exec(t)
-    ?? /^(select one from|select all that apply from|select_one from|select_multiple from|add select one prompt using|add select multiple prompt using)\s+(\S+)$/i.exec(t);
-  if (m) return { base: m[1]!.toLowerCase(), arg: m[2]!, orOther };
+  const m = /^(select_one_from_file|select_multiple_from_file|select one from file|select multiple from file)\s+(\S+)$/i.exec(t)
+    ?? /^(select_one_external|select one external|select_one|select one|select_multiple|select multiple|select all that apply|select1|rank|q select1|q select)\s+(?:from\s+)?(\S+)$/i.exec(t)
+    ?? /^(select one from|select all that apply from|select_one from|select_multiple from|select multiple from|add select one prompt using|add select multiple prompt using|select one using|select multiple using)\s+(\S+)$/i.exec(t);
+  if (m) return { base: m[1]!.toLowerCase().replace(/^select (one|multiple) from file$/, 'select_$1_from_file'), arg: m[2]!, orOther };
   const loop = /^begin[ _]loop(?: over)?\s+(\S+)$/i.exec(t);
   if (loop) return { base: 'begin loop', arg: loop[1]!, orOther };
   return { base: t, orOther };
@@ -243,6 +244,11 @@ const SELECT_BASE: Record<string, string> = {
   'select all that apply from': 'select all that apply',
   'select_multiple from': 'select all that apply',
   'add select multiple prompt using': 'select all that apply',
+  'select multiple from': 'select all that apply',
+  'select multiple using': 'select all that apply',
+  'select one using': 'select one',
+  'q select': 'select all that apply',
+  'q select1': 'select one',
   rank: 'rank',
   select_one_from_file: 'select one from file',
   select_multiple_from_file: 'select multiple from file',
@@ -430,7 +436,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
         const m = /^([^.]+)\.(csv|xml|geojson)$/.exec(arg!);
         if (!m) {
           throw new XlsFormError(
-            `${rowAt(row.row)} File name for '${rawType.trim().split(/\s+/)[0]} ${arg}' should end with one of the supported file extensions: '.xml', '.csv', '.geojson'`,
+            `${rowAt(row.row)} File name for '${rawType.trim().replace(/\s+/g, ' ')}' should end with one of the supported file extensions: '.xml', '.csv', '.geojson'`,
           );
         }
         el.itemsetFile = arg!;
@@ -478,6 +484,10 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
         }
         el.control.set('appearance', 'list-nolabel');
       }
+    }
+    if (canonical === 'background-geopoint') {
+      if (el.trigger == null) throw new XlsFormError(`${rowAt(row.row)} For 'background-geopoint' questions, the 'trigger' column must not be empty.`);
+      if (el.bind.has('calculate')) throw new XlsFormError(`${rowAt(row.row)} For 'background-geopoint' questions, the 'calculation' column must be empty.`);
     }
     if (canonical === 'calculate' && !el.bind.has('calculate') && el.defaultValue == null && el.trigger == null) {
       throw new XlsFormError(`${rowAt(row.row)} Missing calculation.`);

@@ -519,6 +519,10 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
   }
   let setvalues = '';
   for (const target of triggers.get(el) ?? []) {
+    if (target.type === 'background-geopoint') {
+      setvalues += `<odk:setgeopoint${attrs([['event', 'xforms-value-changed'], ['ref', target.path]])}/>`;
+      continue;
+    }
     const calc = target.bind.get('calculate');
     const value = calc != null ? resolve(ctx, calc, { path: target.path, el: target, column: 'calculation', row: target.row }) : undefined;
     setvalues += `<setvalue${attrs([['ref', target.path], ['event', 'xforms-value-changed'], ['value', value]])}/>`;
