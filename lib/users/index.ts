@@ -214,7 +214,7 @@ export async function updateUser(ctx: Ctx, actorId: number, body: unknown): Prom
  * session of the user ends (all of them when the request used Basic auth), and the user is told by
  * mail.
  * @param body `{ old, new }`.
- * Effects, in one transaction: new bcrypt hash, updatedAt, sessions deleted; audit `user.update`
+ * Effects, in one transaction: new bcrypt hash, sessions deleted; audit `user.update`
  *   `{ data: { password: true } }`. After commit: mail accountPasswordChanged to the user.
  * @throws 404.1; 403.1 without `user.update` (self allowed); 401.2 when `old` is missing or wrong;
  *   400.2 when `new` is missing; 400.11/400.21/400.38/400.44 for a bad new password.
@@ -240,7 +240,7 @@ export async function changePassword(ctx: Ctx, actorId: number, body: unknown): 
 
 /**
  * Sets a password without the old one: the CLI (`user-set-password`) runs it as the system.
- * @throws 400.11/400.21/400.38/400.44. Effects: hash, updatedAt, audit `user.update`
+ * @throws 400.11/400.21/400.38/400.44. Effects: hash, audit `user.update`
  *   `{ data: { password: true } }`; the user's sessions end. No mail.
  */
 export async function setPasswordUnchecked(ctx: Ctx, actor: ActorRow, password: string): Promise<void> {
@@ -351,7 +351,7 @@ async function emailEverExisted(ctx: Ctx, address: string): Promise<boolean> {
  * password changes, every session of the user ends, and the token is consumed, so a replay gets
  * 401.2. Logged-in users cannot use this to skip the old password (403.1).
  * @param body `{ new }`.
- * Effects, in one transaction: new hash, updatedAt, audit `user.update` `{ data: { password: true } }`
+ * Effects, in one transaction: new hash, audit `user.update` `{ data: { password: true } }`
  *   (the token's actor as actor); the user's sessions deleted; the singleUse actor deleted with its
  *   session and grant (not audited, as Central). No mail.
  * @throws 401.2 anonymous; 403.1 when the actor is not a reset token; 404.1 when its user is gone;
