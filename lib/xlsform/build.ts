@@ -325,6 +325,11 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     throw new XlsFormError(`You must have a sheet named 'survey'. ${sheetMisspellings(book, 'survey')}`);
   }
   const { settings } = readSettings(book, opts.formIdFallback, opts.formName);
+  // A sheet whose name is close to 'settings' or 'entities' is likely one of them misspelt.
+  for (const name of ['settings', 'entities']) {
+    const similar = book.has(name) ? '' : sheetMisspellings(book, name);
+    if (similar) warnings.push(similar + SUPPRESS_SPELLING);
+  }
   const survey = parseSheet(surveySheet, 'survey', settings.defaultLanguage, settings.clean);
   const choicesSheet = book.get('choices');
   const choices = choicesSheet ? parseSheet(choicesSheet, 'choices', settings.defaultLanguage, settings.clean) : null;
@@ -457,7 +462,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
         el.listName = arg!;
         if (!choices) {
           throw new XlsFormError(
-            "There should be a choices sheet in this xlsform. Please ensure that the choices sheet has the mandatory columns 'list_name', 'name', and 'label'.",
+            `There should be a choices sheet in this xlsform.${spaced(sheetMisspellings(book, 'choices'))} Please ensure that the choices sheet has the mandatory columns 'list_name', 'name', and 'label'.`,
           );
         }
         if (!lists.has(arg!)) throw new XlsFormError(`${rowAt(row.row)} List name not in choices sheet: ${arg}`);
@@ -553,7 +558,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
   let itemsets: string | null = null;
   if (externalLists.size > 0) {
     if (!external) {
-      throw new XlsFormError("There should be an external_choices sheet in this xlsform. Please ensure that the external_choices sheet has the mandatory columns 'list_name', 'name', and 'label'.");
+      throw new XlsFormError(`There should be an external_choices sheet in this xlsform.${spaced(sheetMisspellings(book, 'external_choices'))} Please ensure that the external_choices sheet has the mandatory columns 'list_name', 'name', and 'label'.`);
     }
     itemsets = itemsetsCsv(external, extSheet!.headers);
   }
@@ -591,9 +596,12 @@ function editDistance(a: string, b: string): number {
 }
 
 /** pyxform's hint for a missing sheet: the sheets whose names are within two edits of it. */
+const spaced = (s: string) => (s ? ` ${s}` : '');
+const SUPPRESS_SPELLING =
+  " If you do not mean to include a sheet, to suppress this message, prefix the sheet name with an underscore. For example 'setting' becomes '_setting'.";
+
 function sheetMisspellings(book: Workbook, wanted: string): string {
-  const candidates = [...book.values()]
-    .map((sh) => sh.name)
+  const candidates = (book.sheetNames ?? [...book.values()].map((sh) => sh.name))
     .filter((n) => editDistance(n.toLowerCase(), wanted) <= 2 && !SUPPORTED_SHEETS.has(n) && !n.startsWith('_'));
   return candidates.length === 0
     ? ''

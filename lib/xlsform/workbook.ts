@@ -22,8 +22,8 @@ export interface Sheet {
   rows: SheetRow[];
 }
 
-/** Sheets by lowercase name. */
-export type Workbook = Map<string, Sheet>;
+/** Sheets by lowercase name; `sheetNames` lists every sheet of the file (read or not), in order. */
+export type Workbook = Map<string, Sheet> & { sheetNames?: string[] };
 
 /** Rows read from one sheet at most; beyond this the workbook is refused (bounded time and memory). */
 export const MAX_SHEET_ROWS = 100_000;
@@ -164,14 +164,20 @@ const XLSFORM_SHEETS = new Set(['survey', 'choices', 'settings', 'entities', 'ex
  * else every sheet.
  */
 function sheetNamesToRead(files: Record<string, Uint8Array>): string[] | undefined {
-  const wb = files['xl/workbook.xml'];
-  if (!wb) return undefined;
-  const text = new TextDecoder().decode(wb);
-  const names = [...text.matchAll(/<(?:\w+:)?sheet\b[^>]*\bname="([^"]*)"/g)].map((m) => xmlUnescape(m[1]!));
+  const names = allSheetNames(files);
+  if (!names) return undefined;
   const wanted = names.filter((n) => XLSFORM_SHEETS.has(n.trim().toLowerCase()));
   // Without a survey sheet every sheet is read: a one-sheet workbook is the survey, and the error
   // for a missing survey names the sheets that look like it.
   return wanted.some((n) => n.trim().toLowerCase() === 'survey') ? wanted : undefined;
+}
+
+/** Every sheet name of an .xlsx, in workbook order (undefined without xl/workbook.xml). */
+function allSheetNames(files: Record<string, Uint8Array>): string[] | undefined {
+  const wb = files['xl/workbook.xml'];
+  if (!wb) return undefined;
+  const text = new TextDecoder().decode(wb);
+  return [...text.matchAll(/<(?:\w+:)?sheet\b[^>]*\bname="([^"]*)"/g)].map((m) => xmlUnescape(m[1]!));
 }
 
 /** Python's str() of a float that is not a whole number (pyxform writes numbers with str()). */
@@ -231,8 +237,10 @@ export function readWorkbook(bytes: Uint8Array): Workbook {
   if (bytes.byteLength === 0) throw new XlsFormError('The uploaded spreadsheet is empty.');
   let input = bytes;
   let wanted: string[] | undefined;
+  let allNames: string[] | undefined;
   if (isZip(bytes)) {
     const files = checkZip(bytes);
+    allNames = allSheetNames(files);
     wanted = sheetNamesToRead(files);
     input = slimXlsx(files, sheetParts(files), wanted);
   } else if (!isCfb(bytes)) throw unreadable();
@@ -255,6 +263,7 @@ export function readWorkbook(bytes: Uint8Array): Workbook {
   if (!wb.SheetNames || wb.SheetNames.length === 0) throw unreadable();
   const date1904 = Boolean(wb.Workbook?.WBProps?.date1904);
   const out: Workbook = new Map();
+  out.sheetNames = allNames ?? [...wb.SheetNames];
   for (const name of wb.SheetNames) {
     const ws = wb.Sheets[name];
     if (!ws) continue;

@@ -68,7 +68,10 @@ const NSMAP: Record<string, string> = {
 /** Builds the workbook (.xlsx bytes) from the case's sheets. */
 export function caseWorkbook(sheets: [string, Cell[][]][]): Uint8Array {
   const wb = XLSX.utils.book_new();
-  for (const [name, rows] of sheets) {
+  // A sheet named twice keeps its first place and its last rows, as pyxform's markdown reader does.
+  const merged = new Map<string, Cell[][]>();
+  for (const [name, rows] of sheets) merged.set(name, rows);
+  for (const [name, rows] of merged) {
     const aoa = rows.map((r) => r.map((c) => (c !== null && typeof c === 'object' ? new Date(c.$date) : c)));
     XLSX.utils.book_append_sheet(wb, XLSX.utils.aoa_to_sheet(aoa), name);
   }
