@@ -45,6 +45,11 @@ export interface Deps {
   /** Native CRC-32 (`crc32(data, previous)`, Node's zlib), for ZIP entries; absent: computed in JavaScript. */
   crc32?: (data: Uint8Array, value: number) => number;
   /**
+   * Native AES-CFB-128 (Node: OpenSSL; lib/runtime/native-crypto.ts) for decrypting exports.
+   * Absent (Workers, tests that build their own deps): AES in JavaScript (lib/encryption/crypto.ts).
+   */
+  aesCfb?: (key: Uint8Array, iv: Uint8Array) => (cipher: Uint8Array) => Uint8Array;
+  /**
    * Outgoing mail (lib/mail): SMTP when EMAIL_HOST is set, else .eml files under DATA_DIR/mail on the
    * local server. Absent (Workers, Lambda without EMAIL_HOST, tests): messages are logged, not sent.
    */

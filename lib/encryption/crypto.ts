@@ -183,6 +183,12 @@ export function submissionIvs(instanceId: string, aesKey: Uint8Array): (index: n
 }
 
 /**
+ * A raw AES-CFB-128 decryption engine: `(key, iv)` → a function decrypting consecutive ciphertext
+ * ranges of whole blocks (no padding handling). Node's is OpenSSL (lib/runtime/native-crypto.ts).
+ */
+export type CfbEngine = (key: Uint8Array, iv: Uint8Array) => (cipher: Uint8Array) => Uint8Array;
+
+/**
  * Streaming AES-CFB-128 decryption with PKCS#7 unpadding: feed ciphertext chunks of any size to
  * `update` (it returns the plaintext that is certain so far), then call `final` for the rest.
  * The last 16 bytes are held back until `final`, which checks and strips the padding.
@@ -190,30 +196,70 @@ export function submissionIvs(instanceId: string, aesKey: Uint8Array): (index: n
  */
 export class CfbDecipher {
   private readonly key: Uint8Array;
+  /** A native raw CFB engine for this file (Node: OpenSSL), else null: AES-ECB from @noble/ciphers. */
+  private readonly native: ((cipher: Uint8Array) => Uint8Array) | null;
   /** The previous ciphertext block (the IV at first): the next keystream block's cipher input. */
   private feedback: Uint8Array;
   /** Ciphertext not yet decrypted (less than a block, or held for `final`). */
-  private pending = new Uint8Array(0);
+  private pending: Uint8Array = new Uint8Array(0);
 
-  /** @param key 16, 24 or 32 bytes. @param iv 16 bytes. */
-  constructor(key: Uint8Array, iv: Uint8Array) {
+  /**
+   * @param key 16, 24 or 32 bytes. @param iv 16 bytes.
+   * @param engine optional native raw CFB (Deps.aesCfb): same output, OpenSSL speed.
+   */
+  constructor(key: Uint8Array, iv: Uint8Array, engine?: CfbEngine) {
     if (iv.length !== 16) throw new Error('CFB needs a 16-byte IV');
     this.key = key;
     this.feedback = iv.slice();
+    this.native = engine ? engine(key, iv) : null;
   }
 
-  /** Decrypts whole blocks of `pending ‖ chunk`, keeping back the last block (it carries the padding). */
+  /**
+   * Decrypts whole blocks of `pending ‖ chunk`, keeping back the last block (it carries the
+   * padding) and any partial one. One allocation per call: the returned plaintext, which is also
+   * the cipher's input and output buffer (the keystream is computed in place).
+   */
   update(chunk: Uint8Array): Uint8Array {
-    const data = this.pending.length === 0 ? chunk : concat([this.pending, chunk]);
-    // Keep at least one full block (and any partial one) for final().
-    let usable = data.length - 16;
+    const p = this.pending;
+    const total = p.length + chunk.length;
+    let usable = total - 16;
     usable -= ((usable % 16) + 16) % 16;
     if (usable <= 0) {
-      this.pending = data.slice();
+      this.pending = concat([p, chunk]);
       return new Uint8Array(0);
     }
-    this.pending = data.slice(usable);
-    return this.blocks(data.subarray(0, usable));
+    // data = p ‖ chunk, never built: ranges of it are copied straight where they are needed.
+    const copy = (target: Uint8Array, offset: number, from: number, to: number) => {
+      if (from < p.length) {
+        const end = Math.min(to, p.length);
+        target.set(p.subarray(from, end), offset);
+        offset += end - from;
+        from = end;
+      }
+      if (from < to) target.set(chunk.subarray(from - p.length, to - p.length), offset);
+    };
+    if (this.native) {
+      const input = new Uint8Array(usable);
+      copy(input, 0, 0, usable);
+      const rest = new Uint8Array(total - usable);
+      copy(rest, 0, usable, total);
+      this.pending = rest;
+      return this.native(input);
+    }
+    const out = new Uint8Array(usable);
+    out.set(this.feedback);
+    copy(out, 16, 0, usable - 16);
+    ecb(this.key, { disablePadding: true }).encrypt(out, out);
+    const fromPending = Math.min(p.length, usable);
+    for (let i = 0; i < fromPending; i += 1) out[i] = out[i]! ^ p[i]!;
+    for (let i = fromPending, j = fromPending - p.length; i < usable; i += 1, j += 1) out[i] = out[i]! ^ chunk[j]!;
+    const feedback = new Uint8Array(16);
+    copy(feedback, 0, usable - 16, usable);
+    this.feedback = feedback;
+    const rest = new Uint8Array(total - usable);
+    copy(rest, 0, usable, total);
+    this.pending = rest;
+    return out;
   }
 
   /**
@@ -232,24 +278,25 @@ export class CfbDecipher {
     return plain.subarray(0, plain.length - pad);
   }
 
-  /** CFB over whole blocks: E(feedback ‖ C[0..n-2]) ⊕ C, in one ECB call. */
+  /** CFB over whole blocks: E(feedback ‖ C[0..n-2]) ⊕ C, in one ECB call, in place. */
   private blocks(cipher: Uint8Array): Uint8Array {
-    const inputs = new Uint8Array(cipher.length);
-    inputs.set(this.feedback);
-    inputs.set(cipher.subarray(0, cipher.length - 16), 16);
-    const stream = ecb(this.key, { disablePadding: true }).encrypt(inputs);
-    for (let i = 0; i < stream.length; i += 1) stream[i] = stream[i]! ^ cipher[i]!;
+    if (this.native) return this.native(cipher);
+    const out = new Uint8Array(cipher.length);
+    out.set(this.feedback);
+    out.set(cipher.subarray(0, cipher.length - 16), 16);
+    ecb(this.key, { disablePadding: true }).encrypt(out, out);
+    for (let i = 0; i < out.length; i += 1) out[i] = out[i]! ^ cipher[i]!;
     this.feedback = cipher.slice(cipher.length - 16);
-    return stream;
+    return out;
   }
 }
 
 /**
- * Decrypts one whole encrypted file (AES-CFB, PKCS#7). @returns the plaintext.
+ * Decrypts one whole encrypted file (AES-CFB, PKCS#7), with an optional native engine. @returns the plaintext.
  * @throws Problem 400.12 as CfbDecipher.final. Pure.
  */
-export function decryptFile(key: Uint8Array, iv: Uint8Array, cipher: Uint8Array): Uint8Array {
-  const d = new CfbDecipher(key, iv);
+export function decryptFile(key: Uint8Array, iv: Uint8Array, cipher: Uint8Array, engine?: CfbEngine): Uint8Array {
+  const d = new CfbDecipher(key, iv, engine);
   const head = d.update(cipher);
   const tail = d.final();
   return concat([head, tail]);

@@ -7,7 +7,7 @@
 import { and, eq, inArray } from 'drizzle-orm';
 import { keys } from '../../drizzle/schema';
 import type { Ctx } from '../context';
-import { CfbDecipher, submissionIvs, unlockPrivateKey, unwrapSubmissionKey } from './crypto';
+import { CfbDecipher, submissionIvs, unlockPrivateKey, unwrapSubmissionKey, type CfbEngine } from './crypto';
 
 /** `{keyId}={passphrase}` pairs from the query string or the POST body (numeric keys only). */
 export type DecryptionPassphrases = Record<string, string>;
@@ -37,7 +37,11 @@ export class Decryptor {
    */
   private readonly aesKeys = new Map<string, Uint8Array>();
 
-  constructor(private readonly privateKeys: ReadonlyMap<number, CryptoKey>) {}
+  /**
+   * @param privateKeys the unlocked keys by keys.id.
+   * @param engine a native AES-CFB engine (Deps.aesCfb, Node), else CfbDecipher's JavaScript AES.
+   */
+  constructor(private readonly privateKeys: ReadonlyMap<number, CryptoKey>, private readonly engine?: CfbEngine) {}
 
   /** A decryptor with no keys (no passphrases given): every encrypted row stays `not decrypted`. */
   static readonly none = new Decryptor(new Map());
@@ -67,7 +71,7 @@ export class Decryptor {
       this.aesKeys.set(s.base64EncryptedKey, aesKey);
     }
     const ivs = submissionIvs(s.instanceId, aesKey);
-    return (index) => new CfbDecipher(aesKey, ivs(index));
+    return (index) => new CfbDecipher(aesKey!, ivs(index), this.engine);
   }
 }
 
@@ -88,5 +92,5 @@ export async function loadDecryptor(ctx: Ctx, passphrases: DecryptionPassphrases
     if (row.private == null) continue;
     unlocked.set(row.id, await unlockPrivateKey(row.private, passphrases![String(row.id)]!));
   }
-  return new Decryptor(unlocked);
+  return new Decryptor(unlocked, ctx.aesCfb);
 }

@@ -11,6 +11,7 @@ import {
   toBase64, unlockPrivateKey, unwrapSubmissionKey,
 } from '../../../lib/encryption/crypto';
 import { Problem } from '../../../lib/problem';
+import { nativeAesCfb } from '../../../lib/runtime/native-crypto';
 
 const fixtures = new URL('../../../../shared/fixtures/', import.meta.url).pathname;
 const vectors = JSON.parse(readFileSync(`${fixtures}encryption/collect-encryption-vectors.json`, 'utf8'));
@@ -83,6 +84,28 @@ describe('submission decryption (Collect vectors)', () => {
     const other = await generateManagedKey('another passphrase');
     const otherPriv = await unlockPrivateKey(other.archive, 'another passphrase');
     await rejectsUndecryptable(unwrapSubmissionKey(otherPriv, e2e.base64EncryptedKey));
+  });
+
+  test('the native engine (Node: OpenSSL, Deps.aesCfb) gives the same plaintext, streamed in any chunk size', async () => {
+    const e2e = vectors.endToEnd;
+    const key = fromBase64(e2e.aesKeyBase64);
+    const iv = submissionIvs(e2e.instanceId, key)(1);
+    const file = fromBase64(e2e.submissionXmlEncBase64);
+    expect(new TextDecoder().decode(decryptFile(key, iv, file, nativeAesCfb))).toBe(e2e.plaintext);
+    for (const size of [1, 15, 16, 17, 33, 336]) {
+      const d = new CfbDecipher(key, iv, nativeAesCfb);
+      const parts: Uint8Array[] = [];
+      for (let i = 0; i < file.length; i += size) parts.push(d.update(file.subarray(i, i + size)));
+      parts.push(d.final());
+      expect(Buffer.concat(parts).toString('utf8'), `chunk ${size}`).toBe(e2e.plaintext);
+    }
+    await rejectsUndecryptable(() => decryptFile(key, iv, file.subarray(0, 328), nativeAesCfb));
+    const big = randomBytes(100_000);
+    const pad = Buffer.concat([big, Buffer.alloc(16, 16)]);
+    const c = createCipheriv('aes-256-cfb', key, iv).setAutoPadding(false);
+    const cipher = Buffer.concat([c.update(pad), c.final()]);
+    expect(Buffer.from(decryptFile(key, iv, cipher, nativeAesCfb)).equals(big)).toBe(true);
+    expect(Buffer.from(decryptFile(key, iv, cipher)).equals(big)).toBe(true);
   });
 
   test('random files round-trip against OpenSSL AES-256-CFB with PKCS#7 (Collect\'s construction)', () => {
