@@ -27,6 +27,15 @@
  * Targets (PostgreSQL, at 100,000): ≥ 20,000 rows/s, time to first byte < 1 s, peak RSS < 300 MB;
  * the 10,000 row shows memory does not grow with N.
  *
+ * Encrypted media (issue 16): BENCH_MEDIA_N (10,000) submissions of a small form with one 50 kB
+ * photo each, in two projects: plain, and with managed encryption (POST P/key; the submissions
+ * encrypted as Collect does, with OpenSSL: RSA-OAEP-SHA-256 key, AES-256-CFB files, stored as
+ * ingestion stores them: envelope values, `.enc` blobs). Then the media ZIP
+ * (`submissions.csv.zip`, photos included) of each: the plain one, and the encrypted one decrypted
+ * with `?{keyId}={passphrase}`. Each ZIP is checked (every photo entry present; on the decrypted
+ * one, every photo's bytes equal the plaintext by SHA-256). Targets: decrypting rows/s ≥ 0.5 × the
+ * plain media ZIP's rows/s, peak RSS < 300 MB. BENCH_ONLY=media skips the 250-question runs.
+ *
  * Runs on DATABASE_URL when set (use a fresh database), else PGlite in memory (the targets are for
  * PostgreSQL). BENCH_PROFILE=1 also samples the server thread's CPU (node:inspector) during the
  * exports at BENCH_N and prints the hottest functions by self time.
@@ -49,7 +58,7 @@ import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import { createInflateRaw } from 'node:zlib';
 import { and, count, eq, sql } from 'drizzle-orm';
-import { formDefs, forms, submissionDefs, submissions } from '../drizzle/schema';
+import { formDefs, forms, submissionAttachments, submissionDefs, submissions } from '../drizzle/schema';
 import { localApp } from '../infra/local/app';
 import { systemCtx } from '../lib/context';
 import { createLogger } from '../lib/log';
@@ -63,6 +72,9 @@ import type { FormField, SubmissionValue } from '../lib/xforms/types';
 import { benchAdmin } from './admin';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
+const MEDIA_N = Number(process.env.BENCH_MEDIA_N ?? 10_000);
+const ONLY_MEDIA = process.env.BENCH_ONLY === 'media';
+const TARGET_DECRYPT_RATIO = 0.5;
 const SMALL = Math.min(10_000, N);
 const PROFILE = process.env.BENCH_PROFILE === '1';
 /** Rows per INSERT statement (×13 parameters, well under PostgreSQL's 65,535). */
@@ -455,7 +467,7 @@ async function exportRun(n: number, kind: 'csv' | 'zip'): Promise<void> {
 console.log(`database: ${database.kind}${database.kind === 'pglite' ? ' (in memory; the targets are for PostgreSQL: set DATABASE_URL)' : ''}; ` +
   `form ${FORM_ID} (${fields.length} fields), exports over http://127.0.0.1 (client in a worker thread); ` +
   `process RSS before seeding ${(idleRss / MB).toFixed(0)} MB; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-for (const n of [...new Set([SMALL, N])]) {
+for (const n of ONLY_MEDIA ? [] : [...new Set([SMALL, N])]) {
   const seconds = await seedTo(n);
   console.log(`seeded to ${n} submissions in ${seconds.toFixed(1)} s (bulk SQL, ${SEED_BATCH} rows per statement)`);
   await exportRun(n, 'csv');
@@ -467,7 +479,145 @@ if (inspector) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Encrypted media (issue 16): plain vs decrypting media ZIP of MEDIA_N submissions with a 50 kB photo
+
+const MEDIA_FORM = (id: string) => `<?xml version="1.0"?>
+<h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml" xmlns:jr="http://openrosa.org/javarosa">
+  <h:head><h:title>${id}</h:title><model>
+    <instance><data id="${id}" version="1"><meta><instanceID/></meta><name/><age/><photo/></data></instance>
+    <bind nodeset="/data/meta/instanceID" type="string" readonly="true()" calculate="concat('uuid:', uuid())"/>
+    <bind nodeset="/data/name" type="string"/><bind nodeset="/data/age" type="int"/><bind nodeset="/data/photo" type="binary"/>
+  </model></h:head>
+  <h:body><input ref="/data/name"><label>n</label></input><input ref="/data/age"><label>a</label></input>
+    <upload ref="/data/photo" mediatype="image/*"><label>p</label></upload></h:body>
+</h:html>`;
+const MEDIA_PASSPHRASE = 'bench passphrase';
+
+/** One project with the media form, optionally with managed encryption. @returns ids and what export URLs need. */
+async function mediaProject(encrypted: boolean) {
+  const id = encrypted ? 'media_encrypted' : 'media_plain';
+  const p = await createProject(ctx, { name: `media bench ${id} ${Date.now()}` });
+  let keyId: number | null = null;
+  if (encrypted) keyId = ((await (await call('POST', `/v1/projects/${p.id}/key`, JSON.stringify({ passphrase: MEDIA_PASSPHRASE }), { 'Content-Type': 'application/json' })).json()) as { keyId: number }).keyId;
+  await call('POST', `/v1/projects/${p.id}/forms?publish=true`, MEDIA_FORM(id), { 'Content-Type': 'application/xml' });
+  const [row] = await db.select({ id: forms.id, defId: forms.currentDefId, fields: formDefs.fields, xml: formDefs.xml, version: formDefs.version })
+    .from(forms).innerJoin(formDefs, eq(formDefs.id, forms.currentDefId)).where(and(eq(forms.projectId, p.id), eq(forms.xmlFormId, id)));
+  return { projectId: p.id, xmlFormId: id, formId: row!.id, defId: row!.defId!, fields: row!.fields as FormField[], xml: row!.xml, version: row!.version, keyId };
+}
+
+/** Seeds `n` submissions, each with its own 50 kB photo; encrypted ones as Collect builds them. @returns photo SHA-256 by name. */
+async function seedMedia(m: Awaited<ReturnType<typeof mediaProject>>, n: number, encrypted: boolean): Promise<Map<string, string>> {
+  const { constants, createCipheriv, createPublicKey, publicEncrypt, randomBytes } = await import('node:crypto');
+  const { storeBlob } = await import('../lib/blobs');
+  const publicKey = encrypted ? createPublicKey({ key: Buffer.from(/base64RsaPublicKey="([^"]+)"/.exec(m.xml)![1]!, 'base64'), format: 'der', type: 'spki' }) : null;
+  const cfb = (key: Buffer, iv: Buffer, plain: Buffer) => {
+    const pad = 16 - (plain.length % 16);
+    const c = createCipheriv('aes-256-cfb', key, iv).setAutoPadding(false);
+    return Buffer.concat([c.update(Buffer.concat([plain, Buffer.alloc(pad, pad)])), c.final()]);
+  };
+  const shas = new Map<string, string>();
+  const base = Date.now() - 3_600_000;
+  for (let from = 0; from < n; from += SEED_BATCH) {
+    type MediaRow = { instanceId: string; xml: string; values: SubmissionValue[]; files: Array<{ name: string; blobId: number }> };
+    const rows: MediaRow[] = new Array(Math.min(n, from + SEED_BATCH) - from);
+    // Rows of a batch are built (blobs written) concurrently; `rows` keeps their order.
+    await Promise.all(Array.from({ length: rows.length }, async (_, k) => {
+      const i = from + k;
+      const push = (r: MediaRow) => { rows[k] = r; };
+      const instanceId = `uuid:${randomUUID()}`;
+      const photoName = `photo-${i}.jpg`;
+      const photo = randomBytes(50 * 1024);
+      shas.set(photoName, createHash('sha256').update(photo).digest('hex'));
+      const plainXml = `<data id="${m.xmlFormId}" version="${m.version}"><meta><instanceID>${instanceId}</instanceID></meta><name>Person ${i}</name><age>${i % 90}</age><photo>${photoName}</photo></data>`;
+      if (!encrypted) {
+        const blob = await storeBlob(ctx, photo, 'image/jpeg');
+        push({ instanceId, xml: plainXml, values: parseSubmission(plainXml, m.fields).values, files: [{ name: photoName, blobId: blob.id }] });
+        return;
+      }
+      const aes = randomBytes(32);
+      const seed = createHash('md5').update(instanceId).update(aes).digest();
+      const iv = (idx: number) => { seed[idx % 16] = (seed[idx % 16]! + 1) & 0xff; return Buffer.from(seed); };
+      const encKey = publicEncrypt({ key: publicKey!, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' }, aes).toString('base64');
+      const encPhoto = await storeBlob(ctx, cfb(aes, iv(0), photo), 'application/octet-stream');
+      const encXml = await storeBlob(ctx, cfb(aes, iv(1), Buffer.from(plainXml)), 'application/octet-stream');
+      const envelope = `<data id="${m.xmlFormId}" version="${m.version}" encrypted="yes" xmlns="http://www.opendatakit.org/xforms/encrypted"><base64EncryptedKey>${encKey}</base64EncryptedKey>`
+        + `<orx:meta xmlns:orx="http://openrosa.org/xforms"><orx:instanceID>${instanceId}</orx:instanceID></orx:meta><media><file>${photoName}.enc</file></media>`
+        + '<encryptedXmlFile>submission.xml.enc</encryptedXmlFile><base64EncryptedElementSignature>bench</base64EncryptedElementSignature></data>';
+      const parsed = parseSubmission(envelope, m.fields);
+      if (parsed.attachments.join() !== `${photoName}.enc,submission.xml.enc`) throw new Error('the envelope does not parse as ingestion would');
+      push({ instanceId, xml: envelope, values: parsed.values, files: [{ name: `${photoName}.enc`, blobId: encPhoto.id }, { name: 'submission.xml.enc', blobId: encXml.id }] });
+    }));
+    await db.transaction(async (tx) => {
+      const subs = await tx.insert(submissions).values(rows.map((r, k) => ({
+        formId: m.formId, instanceId: r.instanceId, draft: false, submitterId: appUser.id, deviceId: 'bench', createdAt: new Date(base + (from + k) * 10),
+      }))).returning({ id: submissions.id, instanceId: submissions.instanceId });
+      const idOf = new Map(subs.map((x) => [x.instanceId, x.id]));
+      const defs = await tx.insert(submissionDefs).values(rows.map((r, k) => ({
+        submissionId: idOf.get(r.instanceId)!, formDefId: m.defId, instanceId: r.instanceId, xml: r.xml, md5: createHash('md5').update(r.xml).digest('hex'),
+        submitterId: appUser.id, deviceId: 'bench', current: true, encrypted, values: r.values, rootValues: rootValuesOf(r.values),
+        rootText: encrypted ? '' : rootTextOf(r.values, m.fields), createdAt: new Date(base + (from + k) * 10),
+      }))).returning({ id: submissionDefs.id, instanceId: submissionDefs.instanceId });
+      const defOf = new Map(defs.map((d) => [d.instanceId, d.id]));
+      await tx.insert(submissionAttachments).values(rows.flatMap((r) => r.files.map((file) => ({ submissionDefId: defOf.get(r.instanceId)!, name: file.name, blobId: file.blobId }))));
+      await tx.execute(sql`update ${submissions} s set current_def_id = d.id from ${submissionDefs} d where d.submission_id = s.id and s.id in ${subs.map((x) => x.id)}`);
+    });
+  }
+  if (database.kind === 'postgres') await db.execute(sql`vacuum analyze submissions, submission_defs, submission_attachments, blobs`);
+  return shas;
+}
+
+/** Photo entries of a ZIP (stored or deflated), checked against the plaintext SHA-256s. @returns how many matched. */
+async function checkMediaZip(file: string, shas: Map<string, string>): Promise<number> {
+  const { inflateRawSync } = await import('node:zlib');
+  const zip = readFileSync(file);
+  const eocd = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  let at = zip.readUInt32LE(eocd + 16);
+  const total = zip.readUInt16LE(eocd + 10);
+  let matched = 0;
+  for (let k = 0; k < total; k += 1) {
+    const method = zip.readUInt16LE(at + 10);
+    const compressed = zip.readUInt32LE(at + 20);
+    const nameLength = zip.readUInt16LE(at + 28);
+    const name = zip.toString('utf8', at + 46, at + 46 + nameLength);
+    const local = zip.readUInt32LE(at + 42);
+    at += 46 + nameLength + zip.readUInt16LE(at + 30) + zip.readUInt16LE(at + 32);
+    if (!name.startsWith('media/')) continue;
+    const start = local + 30 + zip.readUInt16LE(local + 26) + zip.readUInt16LE(local + 28);
+    const raw = zip.subarray(start, start + compressed);
+    const data = method === 8 ? inflateRawSync(raw) : raw;
+    if (createHash('sha256').update(data).digest('hex') === shas.get(name.slice('media/'.length))) matched += 1;
+  }
+  return matched;
+}
+
+async function mediaRuns(): Promise<{ plain: Download; decrypted: Download }> {
+  const out: Partial<{ plain: Download; decrypted: Download }> = {};
+  for (const encrypted of [false, true]) {
+    const m = await mediaProject(encrypted);
+    const t = performance.now();
+    const shas = await seedMedia(m, MEDIA_N, encrypted);
+    console.log(`seeded ${MEDIA_N} ${encrypted ? 'encrypted' : 'plain'} submissions with a 50 kB photo each in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    const url = `http://127.0.0.1:${port}/v1/projects/${m.projectId}/forms/${m.xmlFormId}/submissions.csv.zip${encrypted ? `?${m.keyId}=${encodeURIComponent(MEDIA_PASSPHRASE)}` : ''}`;
+    const file = join(tmpdir(), `fieldbase-bench-media-${process.pid}.zip`);
+    gc();
+    gc();
+    const d = await download(url, file);
+    const matched = d.status === 200 ? await checkMediaZip(file, shas) : 0;
+    rmSync(file, { force: true });
+    if (d.status !== 200 || matched !== MEDIA_N) {
+      bad = true;
+      console.log(`  media ${encrypted ? 'decrypting' : 'plain'} ZIP: FAILED: status ${d.status} ${d.error ?? ''}; ${matched} of ${MEDIA_N} photos intact`);
+    }
+    results.push({ n: MEDIA_N, kind: encrypted ? 'media zip, decrypting' : 'media zip, plain', d });
+    out[encrypted ? 'decrypted' : 'plain'] = d;
+  }
+  return out as { plain: Download; decrypted: Download };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Report
+
+const media = MEDIA_N > 0 ? await mediaRuns() : null;
 
 const f = (x: number, d: number) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 const head = ['N', 'kind', 'headers ms', 'TTFB ms', 'seconds', 'rows/s', 'MB', 'MB/s', 'RSS base MB', 'peak RSS MB', '÷20k rows/s', '÷1000 ms', '÷300 MB'];
@@ -492,9 +642,18 @@ for (const { n, kind, d } of results.filter((r) => r.n === N)) {
   ].filter(Boolean);
   console.log(`N=${n} ${kind}: ${misses.length === 0 ? 'meets every target' : `UNDER target: ${misses.join('; ')}`}`);
 }
+if (media) {
+  const rate = (d: Download) => MEDIA_N / d.seconds;
+  const ratio = rate(media.decrypted) / rate(media.plain);
+  const peak = media.decrypted.peak / MB;
+  console.log(`media ZIP, ${MEDIA_N} submissions × 50 kB photo: plain ${f(rate(media.plain), 0)} rows/s ${f(media.plain.bytes / MB / media.plain.seconds, 1)} MB/s; ` +
+    `decrypting ${f(rate(media.decrypted), 0)} rows/s ${f(media.decrypted.bytes / MB / media.decrypted.seconds, 1)} MB/s, peak RSS ${f(peak, 0)} MB; ` +
+    `ratio ${f(ratio, 3)} (÷${TARGET_DECRYPT_RATIO} target: ${f(ratio / TARGET_DECRYPT_RATIO, 3)}), RSS ÷300 MB: ${f(peak / TARGET_RSS_MB, 3)} → ` +
+    `${ratio >= TARGET_DECRYPT_RATIO && peak < TARGET_RSS_MB ? 'meets both targets' : 'UNDER target'}`);
+}
 const small = results.filter((r) => r.n === SMALL);
 const large = results.filter((r) => r.n === N);
-if (SMALL !== N) {
+if (SMALL !== N && !ONLY_MEDIA) {
   for (const kind of ['submissions.csv', 'submissions.csv.zip']) {
     const a = small.find((r) => r.kind === kind)!.d;
     const b = large.find((r) => r.kind === kind)!.d;
