@@ -21,6 +21,8 @@ export const entities = pgTable('entities', {
   // Central: an entity uuid is unique across the server.
   uniqueIndex('entities_uuid').on(t.uuid),
   index('entities_dataset_created').on(t.datasetId, t.createdAt, t.id),
+  // Live entities of a Dataset in feed order: OData pages and $count (index-only) at 100,000+ entities.
+  index('entities_dataset_live').on(t.datasetId, t.createdAt, t.id).where(sql`${t.deletedAt} is null`),
 ]);
 
 /**

@@ -1,0 +1,1 @@
+CREATE INDEX "entities_dataset_live" ON "entities" USING btree ("dataset_id","created_at","id") WHERE "entities"."deleted_at" is null;
