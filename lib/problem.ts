@@ -63,6 +63,8 @@ export const problems = {
       new Problem(400.8, `Unexpected ${d.field} value ${String(d.value)}; ${d.reason}`, d),
     invalidDataTypeOfParameter: (d: { field?: string; value?: unknown; expected: string }) =>
       new Problem(400.11, `Invalid input data type: expected ${d.field != null ? `(${d.field})` : `"${String(d.value)}"`} to be (${d.expected})`, d),
+    /** Central's answer for a value over its column's varchar(n) (`maxLength` as a string, as Central's). */
+    valueTooLong: (d: { maxLength: string }) => new Problem(400.13, 'Length of value too long for a field', d),
     valueOutOfRangeForType: (d: { value: string; type: string }) =>
       new Problem(400.22, `Provided value '${d.value}' is out of range for type '${d.type}'`, d),
     keyDoesNotExist: (d: { field: string; value: unknown; table: string }) =>

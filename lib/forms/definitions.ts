@@ -63,11 +63,12 @@ export function decodeFormIdFallback(raw: string | null | undefined): string | n
  * @throws Problem 400.1 / 400.2 from the parser (unparseable, no form id, DOCTYPE), 400.1 for bytes
  *   that are not UTF-8, 400.6 a malformed fallback header, 400.15 the spreadsheet does not convert
  *   (`{ error, warnings }`, also a missing form id with no fallback), 400.8 an xmlFormId ending in
- *   .xls, .xlsx or .xml (Central). Pure (CPU only: call it outside a transaction).
+ *   .xls, .xlsx or .xml (Central) or breaking checkFormId, 400.13 one over 64 characters. Pure (CPU only: call it outside a transaction).
  */
 export function readUpload(body: Uint8Array, contentType: string | null, formIdFallback: string | null = null): Upload {
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
   const upload = spreadsheetTypes.includes(type) ? readSpreadsheet(body, type, formIdFallback) : readXml(body);
+  checkFormId(upload.parsed.xmlFormId);
   if (/\.(xlsx?|xml)$/.test(upload.parsed.xmlFormId)) {
     throw problems.user.unexpectedValue({
       field: 'formId',
@@ -78,6 +79,27 @@ export function readUpload(body: Uint8Array, contentType: string | null, formIdF
   // Entity declarations are checked at upload, before anything is stored (400.25).
   upload.entityWarnings = checkEntityDeclarations(upload.parsed).warnings;
   return upload;
+}
+
+/** Central's forms."xmlFormId" is varchar(64). */
+const FORM_ID_MAX = 64;
+
+/**
+ * The rules a form id must meet before anything is stored: at most 64 characters (Central's
+ * column, 400.13 as Central), and no path separator, control character, U+FFFD (bytes that were
+ * not UTF-8, as a spreadsheet reader leaves them) or bare `.` / `..`: the id names files in exports
+ * and downloads and is a URL path segment (Fieldbase; Central stores such ids as they are).
+ * @throws Problem 400.13 `{ maxLength: '64' }` too long; 400.8 `{ field: 'formId', value, reason }`. Pure.
+ */
+export function checkFormId(xmlFormId: string): void {
+  if ([...xmlFormId].length > FORM_ID_MAX) throw problems.user.valueTooLong({ maxLength: String(FORM_ID_MAX) });
+  if (/[/\\\u0000-\u001f\u007f\ufffd]/.test(xmlFormId) || xmlFormId === '.' || xmlFormId === '..') {
+    throw problems.user.unexpectedValue({
+      field: 'formId',
+      value: xmlFormId,
+      reason: 'The Form ID may not contain a slash, a backslash or control characters, nor be . or .. on its own.',
+    });
+  }
 }
 
 function readXml(body: Uint8Array): Upload {

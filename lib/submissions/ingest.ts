@@ -41,7 +41,19 @@ export interface OpenRosaSubmission extends ClientInfo {
 
 export type IngestOutcome = 'created' | 'attachments' | 'edited';
 
-const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The submission XML as text, byte for byte (a BOM kept). @throws 400.1 `{ format: 'submission xml',
+ * rawLength }` when the bytes are not UTF-8: refused, never stored with U+FFFD in their place.
+ */
+function decodeXml(bytes: Uint8Array): string {
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    throw problems.user.unparseable({ format: 'submission xml', rawLength: bytes.byteLength });
+  }
+}
 
 /** instanceIDs as clients make them (`uuid:…`), bounded so they stay sane in URLs and exports. */
 const INSTANCE_ID = /^[A-Za-z0-9:._-]{1,64}$/;
@@ -302,8 +314,8 @@ async function retryOnDuplicate<T>(ctx: Ctx, once: () => Promise<T>): Promise<T>
 export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmission): Promise<IngestOutcome> {
   if (!input.draft && ctx.auth.actor == null) throw problems.user.authenticationFailed();
   // One parse: the tree read here is reused once the form version's fields are known.
+  const xml = decodeXml(input.xml);
   const doc = readSubmission(input.xml);
-  const xml = decoder.decode(input.xml);
   // Found and parsed before the transaction: the write transaction stays short.
   const { form, def: formDef, draft } = await openRosaTarget(ctx, input, doc);
   const parsed = parseSubmission(doc, formDef.fields);
@@ -394,8 +406,8 @@ async function restTarget(tx: Ctx, input: Pick<RestSubmission, 'projectId' | 'xm
  *   409.2 form closed; 409.3 `{ fields: [formId, instanceId, draft] }` instanceID exists.
  */
 export async function createSubmission(ctx: Ctx, input: RestSubmission): Promise<SubmissionJson> {
+  const xml = decodeXml(input.xml);
   const doc = readSubmission(input.xml);
-  const xml = decoder.decode(input.xml);
   return withJobs(ctx, async (tx) => {
     const { form, def: formDef } = await restTarget(tx, input, doc, 'submission.create');
     if (!input.draft && form.state === 'closed') throw problems.submission.notAcceptingSubmissions();
@@ -422,8 +434,8 @@ export async function createSubmission(ctx: Ctx, input: RestSubmission): Promise
  *   this form; 409.9 deprecatedID is not the current version.
  */
 export async function updateSubmission(ctx: Ctx, input: Omit<RestSubmission, 'draft' | 'token'> & { instanceId: string }): Promise<SubmissionJson> {
+  const xml = decodeXml(input.xml);
   const doc = readSubmission(input.xml);
-  const xml = decoder.decode(input.xml);
   return withJobs(ctx, async (tx) => {
     const f = await getFormOrNotFound(tx, input.projectId, input.xmlFormId);
     await canOnFormOrReject(tx, 'submission.update', f);
