@@ -57,7 +57,6 @@ submissionRestRoutes.post('/v1/test/:token/projects/:projectId/forms/:xmlFormId/
   c.json(await createSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), draft: true, token: stringParam(c, 'token'), xml: await bodyBytes(c), ...client(c) })));
 
 const S = `${F}/submissions/:instanceId`;
-const V = `${S}/versions/:versionId`;
 submissionRestRoutes
   .put(S, async (c) => c.json(await updateSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), instanceId: inst(c), xml: await bodyBytes(c), ...client(c) })))
   .patch(S, async (c) => c.json(await manage.setReviewState(c.var.ctx, projectId(c), form(c), inst(c), await jsonBody(c))))
@@ -71,18 +70,25 @@ submissionRestRoutes
   })
   // Web editing needs Enketo or Web Forms editing; until then, Central's "not supported" (issue 4).
   .get(`${S}/edit`, async (c) => manage.editSubmission(c.var.ctx, projectId(c), form(c), inst(c)))
-  .get(`${S}/audits`, async (c) => c.json(await manage.listSubmissionAudits(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c))))
-  .get(`${S}/diffs`, async (c) => c.json(await versions.diffVersions(c.var.ctx, projectId(c), form(c), inst(c))))
   .get(`${S}/comments`, async (c) => c.json(await comments.listComments(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c))))
-  .post(`${S}/comments`, async (c) => c.json(await comments.createComment(c.var.ctx, projectId(c), form(c), inst(c), await jsonBody(c))))
-  .get(`${S}/versions`, async (c) => c.json(await versions.listVersions(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c))))
-  .get(`${S}/versions/:file{[^/]+\\.xml}`, async (c) =>
-    xmlResponse(await versions.getVersionXml(c.var.ctx, projectId(c), form(c), inst(c), stringParam(c, 'file').replace(/\.xml$/, ''))))
-  .get(V, async (c) => c.json(await versions.getVersion(c.var.ctx, projectId(c), form(c), inst(c), stringParam(c, 'versionId'), isExtended(c))))
-  .get(`${V}/attachments`, async (c) => c.json(await attachments.listAttachments(c.var.ctx, { ...target(c, false), versionId: stringParam(c, 'versionId') })))
-  .get(`${V}/attachments/:filename`, async (c) =>
-    blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, { ...target(c, false), versionId: stringParam(c, 'versionId') }, stringParam(c, 'filename')), { imageInline: true }))
-  .delete(`${V}/attachments/:filename`, async (c) => {
-    await attachments.setAttachment(c.var.ctx, { ...target(c, false), versionId: stringParam(c, 'versionId') }, stringParam(c, 'filename'), null);
-    return success(c);
-  });
+  .post(`${S}/comments`, async (c) => c.json(await comments.createComment(c.var.ctx, projectId(c), form(c), inst(c), await jsonBody(c))));
+
+// Audits, diffs and versions, of live submissions and of draft (test) ones, as Central routes both.
+for (const [base, draft] of [[S, false], [`${F}/draft/submissions/:instanceId`, true]] as const) {
+  const V = `${base}/versions/:versionId`;
+  const version = (c: C) => ({ ...target(c, draft), versionId: stringParam(c, 'versionId') });
+  submissionRestRoutes
+    .get(`${base}/audits`, async (c) => c.json(await manage.listSubmissionAudits(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c), draft)))
+    .get(`${base}/diffs`, async (c) => c.json(await versions.diffVersions(c.var.ctx, projectId(c), form(c), inst(c), draft)))
+    .get(`${base}/versions`, async (c) => c.json(await versions.listVersions(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c), draft)))
+    .get(`${base}/versions/:file{[^/]+\\.xml}`, async (c) =>
+      xmlResponse(await versions.getVersionXml(c.var.ctx, projectId(c), form(c), inst(c), stringParam(c, 'file').replace(/\.xml$/, ''), draft)))
+    .get(V, async (c) => c.json(await versions.getVersion(c.var.ctx, projectId(c), form(c), inst(c), stringParam(c, 'versionId'), isExtended(c), draft)))
+    .get(`${V}/attachments`, async (c) => c.json(await attachments.listAttachments(c.var.ctx, version(c))))
+    .get(`${V}/attachments/:filename`, async (c) =>
+      blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, version(c), stringParam(c, 'filename')), { imageInline: true }))
+    .delete(`${V}/attachments/:filename`, async (c) => {
+      await attachments.setAttachment(c.var.ctx, version(c), stringParam(c, 'filename'), null);
+      return success(c);
+    });
+}

@@ -88,12 +88,12 @@ export async function editSubmission(ctx: Ctx, projectId: number, xmlFormId: str
 }
 
 /**
- * A submission's audit log, newest first (GET S/audits): every entry whose details name it
+ * A submission's audit log, newest first (GET S/audits, and its draft form): every entry whose details name it
  * (submission.*, comment.create). Extended adds `actor` and `actee` (the Form).
  * @throws 404.1; 401.2/403.1 without submission.read.
  */
-export async function listSubmissionAudits(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, extended: boolean) {
-  const { f, sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId);
+export async function listSubmissionAudits(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, extended: boolean, draft = false) {
+  const { f, sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId, draft);
   const rows = await ctx.db
     .select()
     .from(audits)

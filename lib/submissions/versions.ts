@@ -40,11 +40,11 @@ function versionJson(def: SubmissionDefRow, formVersion: string, submitter?: Ret
 }
 
 /**
- * Versions of a submission, newest first (GET S/versions); extended adds `submitter` and
- * `formVersion`. @throws 404.1; 401.2/403.1 without submission.read.
+ * Versions of a submission, newest first (GET S/versions; `draft` for F/draft/submissions/…); extended
+ * adds `submitter` and `formVersion`. @throws 404.1; 401.2/403.1 without submission.read.
  */
-export async function listVersions(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, extended: boolean) {
-  const { sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId);
+export async function listVersions(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, extended: boolean, draft = false) {
+  const { sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId, draft);
   const rows = await ctx.db
     .select({ def: submissionDefs, formVersion: formDefs.version })
     .from(submissionDefs)
@@ -60,8 +60,8 @@ export async function listVersions(ctx: Ctx, projectId: number, xmlFormId: strin
 }
 
 /** One version (GET S/versions/{versionId}), extended as the list. @throws 404.1; 401.2/403.1. */
-export async function getVersion(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, versionId: string, extended: boolean) {
-  const { sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId);
+export async function getVersion(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, versionId: string, extended: boolean, draft = false) {
+  const { sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId, draft);
   const { def, formVersion } = await getVersionOrNotFound(ctx, sub.id, versionId);
   if (!extended) return versionJson(def, formVersion);
   const a = def.submitterId == null ? undefined : (await actorsById(ctx, [def.submitterId])).get(def.submitterId);
@@ -69,8 +69,8 @@ export async function getVersion(ctx: Ctx, projectId: number, xmlFormId: string,
 }
 
 /** A version's XML byte for byte (GET S/versions/{versionId}.xml). @throws 404.1; 401.2/403.1. */
-export async function getVersionXml(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, versionId: string): Promise<string> {
-  const { sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId);
+export async function getVersionXml(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, versionId: string, draft = false): Promise<string> {
+  const { sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId, draft);
   return (await getVersionOrNotFound(ctx, sub.id, versionId)).def.xml;
 }
 
@@ -79,8 +79,8 @@ export async function getVersionXml(ctx: Ctx, projectId: number, xmlFormId: stri
  * for every version but the first, newest first, each against the version before it
  * (lib/xforms/diff-submissions.ts). @throws 404.1; 401.2/403.1 without submission.read.
  */
-export async function diffVersions(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string): Promise<Record<string, SubmissionDiffChange[]>> {
-  const { sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId);
+export async function diffVersions(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, draft = false): Promise<Record<string, SubmissionDiffChange[]>> {
+  const { sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId, draft);
   const rows = await ctx.db
     .select({ instanceId: submissionDefs.instanceId, xml: submissionDefs.xml, fields: formDefs.fields })
     .from(submissionDefs)

@@ -1,0 +1,45 @@
+/**
+ * Audits, diffs and versions of draft (test) submissions: Central routes them under
+ * F/draft/submissions/… as for live ones. Real HTTP through the harness, real XML bodies.
+ */
+import { describe, expect, test } from 'vitest';
+import { harness, json, type Harness } from '../../helpers/harness';
+
+const FORM = `<?xml version="1.0"?>
+<h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml">
+  <h:head><h:title>Trial</h:title><model><instance><data id="trial"><meta><instanceID/></meta><name/></data></instance>
+  <bind nodeset="/data/name" type="string"/></model></h:head><h:body/></h:html>`;
+const sub = (id: string, name: string, deprecated?: string) =>
+  `<data id="trial"><meta><instanceID>${id}</instanceID>${deprecated ? `<deprecatedID>${deprecated}</deprecatedID>` : ''}</meta><name>${name}</name></data>`;
+
+async function draftWithSubmission(h: Harness): Promise<string> {
+  expect((await h.post(`/v1/projects/${h.projectId}/forms`, { as: 'bob', body: FORM, headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+  const D = `/v1/projects/${h.projectId}/forms/trial/draft/submissions`;
+  expect((await h.post(D, { as: 'bob', body: sub('uuid:t1', 'Amina'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+  return D;
+}
+
+describe('draft submissions: audits, diffs, versions', () => {
+  test('a draft submission lists its version, its XML and its audits under F/draft/submissions', async () => {
+    const h = await harness();
+    const D = await draftWithSubmission(h);
+    const versions = await json(await h.get(`${D}/uuid:t1/versions`, { as: 'bob' }));
+    expect(versions.map((v: { instanceId: string }) => v.instanceId)).toEqual(['uuid:t1']);
+    expect((await json(await h.get(`${D}/uuid:t1/versions/uuid:t1`, { as: 'bob' }))).instanceId).toBe('uuid:t1');
+    const xml = await h.get(`${D}/uuid:t1/versions/uuid:t1.xml`, { as: 'bob' });
+    expect(await xml.text()).toBe(sub('uuid:t1', 'Amina'));
+    expect(await json(await h.get(`${D}/uuid:t1/versions/uuid:t1/attachments`, { as: 'bob' }))).toEqual([]);
+    expect(await json(await h.get(`${D}/uuid:t1/diffs`, { as: 'bob' }))).toEqual({});
+    const audits = await json(await h.get(`${D}/uuid:t1/audits`, { as: 'bob' }));
+    expect(audits.map((a: { action: string }) => a.action)).toEqual(['submission.create']);
+  });
+
+  test('the live routes do not see the draft submission, and rights are checked', async () => {
+    const h = await harness();
+    const D = await draftWithSubmission(h);
+    expect((await h.get(`/v1/projects/${h.projectId}/forms/trial/submissions/uuid:t1/versions`, { as: 'bob' })).status).toBe(404);
+    expect((await h.get(`${D}/uuid:t1/versions`, { as: 'chelsea' })).status).toBe(403);
+    expect((await h.get(`${D}/uuid:t1/audits`)).status).toBe(401);
+    expect((await h.get(`${D}/uuid:nope/diffs`, { as: 'bob' })).status).toBe(404);
+  });
+});
