@@ -7,7 +7,7 @@ import { XlsFormError, type ConvertOptions, type XlsFormResult } from './types';
 import type { Workbook } from './workbook';
 import { renderXForm } from './xform';
 import { questionType, type TypeInfo } from './types-table';
-import { checkParameterKeys, parseParameters, rangeParameters } from './parameters';
+import { checkParameterKeys, checkTypeParameters, parseParameters, rangeParameters } from './parameters';
 
 const rowAt = (n: number) => `[row : ${n}]`;
 
@@ -350,7 +350,8 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     const v = row.values;
     if (v.has('disabled') && yesNo(v.get('disabled')) === true) continue;
     const rawType = v.get('type');
-    const name = v.get('name');
+    const rawName = v.get('name');
+    let name = rawName;
     if (!rawType) {
       if (name == null && textOf(row, 'label') == null) {
         rowWarnings.push(`${rowAt(row.row)} Row without name, text, or label is being skipped:\n${pyDict(row.raw)}`);
@@ -416,6 +417,10 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     const canonical = selectBase ?? lower;
     const info = questionType(canonical);
     if (!info) throw new XlsFormError(`Unknown question type '${rawType}'.`);
+    if (canonical === 'audit' && rawName != null && rawName !== 'audit') {
+      throw new XlsFormError(`${rowAt(row.row)} Audits must always be named 'audit.' The name column should be left blank.`);
+    }
+    if (canonical === 'audit') name = 'audit';
     if (name == null) throw new XlsFormError(`${rowAt(row.row)} Question or group with no name.`);
     checkName(name, row.row);
 
@@ -432,6 +437,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     fillElement(el, row);
     el.parent = parent;
     checkParameterKeys(canonical, el.parameters, row.row);
+    for (const [k, val] of checkTypeParameters(canonical, el.parameters, el.control.get('appearance'), row.row)) el.control.set(k, val);
     if (canonical === 'range') el.range = rangeParameters(el.parameters, el.control.get('appearance') ?? '', row.row, lists);
     if (canonical === 'select one external') {
       el.listName = arg!;

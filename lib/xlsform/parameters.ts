@@ -49,6 +49,8 @@ const ACCEPTED: Record<string, string[]> = {
   geoshape: GEO,
   geotrace: GEO,
   text: ['rows'],
+  audit: ['identify-user', 'location-max-age', 'location-min-interval', 'location-priority', 'track-changes', 'track-changes-reasons'],
+  photo: ['app', 'max-pixels'],
   'select one': SELECT,
   'select all that apply': SELECT,
   rank: SELECT,
@@ -168,4 +170,111 @@ export function rangeParameters(
   if (placeholder != null) attrs.push(['odk:placeholder', placeholder]);
   const decimal = [start, end, step].some((v) => !/^-?\d+$/.test(v));
   return { attrs, labelset, decimal };
+}
+
+const ANDROID_PREFIX = "Parameter 'app' has an invalid Android package name - ";
+
+/** pyxform's checks of an Android package name (image `app=`); the message, or null when valid. */
+function androidPackageProblem(name: string): string | null {
+  if (!name.trim()) return 'package name is missing.';
+  if (!name.includes('.')) return "the package name must have at least one '.' separator.";
+  if (name.endsWith('.')) return "the package name cannot end in a '.' separator.";
+  const segments = name.split('.');
+  if (segments.some((s) => s === '')) return 'package segments must be of non-zero length.';
+  if (segments.some((s) => s.startsWith('_'))) return "the character '_' cannot be the first character in a package name segment.";
+  if (segments.some((s) => /^\d/.test(s))) return 'a digit cannot be the first character in a package name segment.';
+  if (segments.some((s) => /[^a-zA-Z0-9._]/.test(s))) {
+    return 'the package name can only include letters (a-z, A-Z), numbers (0-9), dots (.), and underscores (_).';
+  }
+  return null;
+}
+
+const isInt = (v: string) => /^\s*[-+]?\d+\s*$/.test(v);
+const isFloat = (v: string) => NUMBER.test(v.trim()) || /^\s*[-+]?(inf|infinity|nan)\s*$/i.test(v);
+
+/**
+ * The per-type parameter checks of pyxform 4.5 (audio and background-audio quality, image
+ * max-pixels and app, text rows, geo accuracy / incremental / allow-mock-accuracy, select
+ * randomize and seed, audit options), with its messages.
+ * @returns body attributes the parameters add (rows, intent, incremental).
+ * @throws XlsFormError for a value pyxform refuses.
+ */
+export function checkTypeParameters(type: string, p: Map<string, string>, appearance: string | undefined, row: number): Array<[string, string]> {
+  const control: Array<[string, string]> = [];
+  const fail = (msg: string) => new XlsFormError(msg);
+  const survey = (msg: string) => new XlsFormError(`${rowAt(row)} On the 'survey' sheet, the 'parameters' value is invalid. ${msg}`);
+  const quality = p.get('quality');
+  if (type === 'audio' && quality != null && !['voice-only', 'low', 'normal', 'external'].includes(quality)) throw fail('Invalid value for quality.');
+  if (type === 'background-audio' && quality != null && !['voice-only', 'low', 'normal'].includes(quality)) throw fail('Invalid value for quality.');
+  if (type === 'image' || type === 'photo') {
+    const mp = p.get('max-pixels');
+    if (mp != null && !isInt(mp)) throw fail('Parameter max-pixels must have an integer value.');
+    const app = p.get('app');
+    if (app != null && (!appearance || appearance === 'annotate')) {
+      const problem = androidPackageProblem(app);
+      if (problem) throw fail(`${rowAt(row)} ${ANDROID_PREFIX}${problem}`);
+      control.push(['intent', app]);
+    }
+  }
+  if (type === 'text' || type === 'string') {
+    const rows = p.get('rows');
+    if (rows != null) {
+      if (!isInt(rows)) throw fail(`${rowAt(row)} Parameter rows must have an integer value.`);
+      control.push(['rows', rows]);
+    }
+  }
+  if (type === 'geopoint' || type === 'geoshape' || type === 'geotrace') {
+    if (type === 'geopoint') {
+      const c = p.get('capture-accuracy');
+      if (c != null && !isFloat(c)) throw survey("The 'capture-accuracy' parameter must have a numeric value.");
+      const w = p.get('warning-accuracy');
+      if (w != null && !isFloat(w)) throw survey("The 'warning-accuracy' parameter must have a numeric value.");
+    } else {
+      const inc = p.get('incremental');
+      if (inc != null) {
+        if (!['yes', 'true', 'true()'].includes(inc)) {
+          throw survey("For geoshape and geotrace questions, the 'incremental' parameter may either be 'true' or not included.");
+        }
+        control.push(['incremental', 'true']);
+      }
+    }
+    const mock = p.get('allow-mock-accuracy');
+    if (mock != null && mock !== 'true' && mock !== 'false') throw survey("The 'allow-mock-accuracy' parameter must be either 'true' or 'false'.");
+  }
+  if (ACCEPTED[type] === SELECT || ACCEPTED[type] === SELECT_FILE) {
+    const randomize = p.get('randomize');
+    const seed = p.get('seed');
+    if (randomize != null) {
+      if (randomize !== 'true' && randomize !== 'false') throw fail(`randomize must be set to true or false: '${randomize}' is an invalid value`);
+      if (seed != null && !/^\s*\$\{[^}]+\}\s*$/.test(seed) && !isFloat(seed)) throw fail('seed value must be a number or a reference to another field.');
+    } else if (seed != null) throw fail('Parameters must include randomize=true to use a seed.');
+  }
+  if (type === 'audit') {
+    const bool = (k: string) => {
+      const v = p.get(k);
+      if (v != null && v !== 'true' && v !== 'false') throw fail(`${k} must be set to true or false: '${v}' is an invalid value.`);
+    };
+    bool('track-changes');
+    const reasons = p.get('track-changes-reasons');
+    if (reasons != null && reasons !== 'on-form-edit') throw fail('track-changes-reasons must be set to on-form-edit');
+    bool('identify-user');
+    const loc = ['location-priority', 'location-min-interval', 'location-max-age'];
+    if (loc.some((k) => p.has(k))) {
+      if (!loc.every((k) => p.has(k))) {
+        throw fail("To include location information in the audit, 'location-priority', 'location-min-interval', and 'location-max-age' are required parameters.");
+      }
+      const priority = p.get('location-priority')!;
+      if (!['no-power', 'low-power', 'balanced', 'high-accuracy'].includes(priority)) {
+        throw fail(`Parameter location-priority must be set to no-power, low-power, balanced, or high-accuracy:'${priority}' is an invalid value`);
+      }
+      const min = p.get('location-min-interval')!;
+      if (!isInt(min)) throw fail('Parameter location-min-interval must have an integer value.');
+      if (Number(min) < 0) throw fail('Parameter location-min-interval must be greater than or equal to zero.');
+      const max = p.get('location-max-age')!;
+      if (!isInt(max)) throw fail('Parameter location-max-age must have an integer value.');
+      if (Number(max) < 0) throw fail('Parameter location-max-age must be greater  than or equal to zero.');
+      if (Number(max) < Number(min)) throw fail('Parameter location-max-age must be greater than or equal to location-min-interval.');
+    }
+  }
+  return control;
 }
