@@ -5,6 +5,8 @@ import { projectId, stringParam } from '../../lib/http/params';
 import { actionNotes, blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
 import * as attachments from '../../lib/forms/attachments';
 import * as forms from '../../lib/forms';
+import * as entityLists from '../../lib/entities/entity-lists';
+import { attachmentResponse } from '../../lib/http/downloads';
 import { upload } from './forms';
 
 const F = '/v1/projects/:projectId/forms/:xmlFormId';
@@ -36,14 +38,12 @@ export const draftRoutes = newApp()
   .get(`${F}/draft/attachments`, async (c) =>
     c.json(await attachments.listAttachments(c.var.ctx, projectId(c), id(c), { kind: 'draft' })))
   .get(`${F}/draft/attachments/:filename`, async (c) =>
-    blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, projectId(c), id(c), { kind: 'draft' }, stringParam(c, 'filename'))))
+    attachmentResponse(c, await entityLists.formAttachmentDownload(c.var.ctx, projectId(c), id(c), { kind: 'draft' }, stringParam(c, 'filename'))))
   .post(`${F}/draft/attachments/:filename`, async (c) =>
     c.json(await attachments.uploadDraftAttachment(c.var.ctx, projectId(c), id(c), stringParam(c, 'filename'), await bodyBytes(c), c.req.header('content-type') ?? null)))
   .delete(`${F}/draft/attachments/:filename`, async (c) => {
     await attachments.clearDraftAttachment(c.var.ctx, projectId(c), id(c), stringParam(c, 'filename'));
     return success(c);
   })
-  .patch(`${F}/draft/attachments/:filename`, async (c) => {
-    await attachments.linkDraftAttachment(c.var.ctx, projectId(c), id(c), stringParam(c, 'filename'), await jsonBody(c));
-    return success(c);
-  });
+  .patch(`${F}/draft/attachments/:filename`, async (c) =>
+    c.json(await attachments.linkDraftAttachment(c.var.ctx, projectId(c), id(c), stringParam(c, 'filename'), await jsonBody(c))));

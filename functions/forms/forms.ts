@@ -6,6 +6,8 @@ import { intParam, projectId, stringParam } from '../../lib/http/params';
 import { blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
 import * as attachments from '../../lib/forms/attachments';
 import * as forms from '../../lib/forms';
+import * as entityLists from '../../lib/entities/entity-lists';
+import { attachmentResponse } from '../../lib/http/downloads';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const upload = async (c: Context<AppEnv, any>) => ({
@@ -44,6 +46,6 @@ export const formsRoutes = newApp()
   .get('/v1/projects/:projectId/forms/:xmlFormId/attachments', async (c) =>
     c.json(await attachments.listAttachments(c.var.ctx, projectId(c), stringParam(c, 'xmlFormId'), { kind: 'published' })))
   .get('/v1/projects/:projectId/forms/:xmlFormId/attachments/:filename', async (c) =>
-    blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, projectId(c), stringParam(c, 'xmlFormId'), { kind: 'published' }, stringParam(c, 'filename'))));
+    attachmentResponse(c, await entityLists.formAttachmentDownload(c.var.ctx, projectId(c), stringParam(c, 'xmlFormId'), { kind: 'published' }, stringParam(c, 'filename'))));
 
 export { upload, ext };

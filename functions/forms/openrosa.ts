@@ -3,9 +3,11 @@ import type { Context } from 'hono';
 import { newApp, type AppEnv } from '../../lib/http/app';
 import { projectId, stringParam } from '../../lib/http/params';
 import { openRosaXml } from '../../lib/http/openrosa';
-import { blobResponse, publicOrigin, xmlResponse } from '../../lib/http/responses';
+import { publicOrigin, xmlResponse } from '../../lib/http/responses';
 import { keyToken } from '../../lib/http/app';
 import * as openrosa from '../../lib/forms/openrosa';
+import * as entityLists from '../../lib/entities/entity-lists';
+import { attachmentResponse } from '../../lib/http/downloads';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const base = (c: Context<AppEnv, any>) => {
@@ -29,4 +31,5 @@ export const openRosaRoutes = newApp()
   .get('/v1/test/:token/projects/:projectId/forms/:xmlFormId/draft.xml', async (c) =>
     xmlResponse(await openrosa.draftXmlByToken(c.var.ctx, token(c), projectId(c), id(c))))
   .get(`${T}/attachments/:filename`, async (c) =>
-    blobResponse(c, c.var.ctx, await openrosa.draftAttachmentByToken(c.var.ctx, token(c), projectId(c), id(c), stringParam(c, 'filename'))));
+    attachmentResponse(c, await entityLists.draftAttachmentDownloadByToken(
+      c.var.ctx, { token: token(c), projectId: projectId(c), xmlFormId: id(c) }, stringParam(c, 'filename'))));

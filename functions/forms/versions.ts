@@ -4,6 +4,8 @@ import { projectId, stringParam } from '../../lib/http/params';
 import { blobResponse, xmlResponse } from '../../lib/http/responses';
 import * as attachments from '../../lib/forms/attachments';
 import * as forms from '../../lib/forms';
+import * as entityLists from '../../lib/entities/entity-lists';
+import { attachmentResponse } from '../../lib/http/downloads';
 import { ext } from './forms';
 
 const V = '/v1/projects/:projectId/forms/:xmlFormId/versions';
@@ -24,5 +26,5 @@ export const versionRoutes = newApp()
   .get(`${V}/:version/attachments`, async (c) =>
     c.json(await attachments.listAttachments(c.var.ctx, projectId(c), id(c), { kind: 'version', version: stringParam(c, 'version') })))
   .get(`${V}/:version/attachments/:filename`, async (c) =>
-    blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(
+    attachmentResponse(c, await entityLists.formAttachmentDownload(
       c.var.ctx, projectId(c), id(c), { kind: 'version', version: stringParam(c, 'version') }, stringParam(c, 'filename'))));

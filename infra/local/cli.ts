@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { sweepOrphanBlobs } from '../../lib/blobs';
 import { purgeExpiredSessions } from '../../lib/sessions';
+import { purgeDatasets } from '../../lib/datasets/trash';
 import { purgeForms } from '../../lib/forms';
 import '../../lib/entities';
 import { processEntityBacklog } from '../../lib/entities/backlog';
@@ -26,7 +27,7 @@ const usage = `usage: npm run cli -- <command> [options]
   sessions-purge                         delete expired sessions
   jobs                                   run deferred work left pending (entities from submissions)
   entity-backlog [--force]               apply offline entity updates held for over 5 days (--force: all now)
-  purge [--force]                        purge forms and submissions in the Trash for over 30 days (--force: all now)`;
+  purge [--force]                        purge forms, submissions and entity lists in the Trash for over 30 days (--force: all now)`;
 
 async function main(): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -70,7 +71,8 @@ async function main(): Promise<number> {
       case 'purge': {
         const purged = await purgeForms(ctx, { force: values.force === true });
         const submissions = await purgeSubmissions(ctx, { force: values.force === true });
-        console.log(`Purged ${purged.length} form(s) and ${submissions} submission(s) from the Trash.`);
+        const datasets = await purgeDatasets(ctx, { force: values.force === true });
+        console.log(`Purged ${purged.length} form(s), ${submissions} submission(s) and ${datasets.length} entity list(s) from the Trash.`);
         break;
       }
       case 'jobs':

@@ -15,6 +15,8 @@ const managerVerbs = [
   'session.end',
   'dataset.list', 'dataset.read', 'dataset.create', 'dataset.update',
   'entity.list', 'entity.read', 'entity.create', 'entity.update', 'entity.delete', 'entity.restore',
+  // Central migration 20260119-01 (deleting Datasets).
+  'dataset.delete',
   // Central migration 20260521-01 appends these to admin and manager (viewer gets actor_property.list).
   'actor_property.list', 'actor_property.update', 'field_key.update',
 ] as const;

@@ -147,10 +147,12 @@ export async function defineDatasets(tx: Ctx, project: ProjectRow, def: Pick<For
  * and properties get `publishedAt`. Rights: `dataset.create` for a Dataset published now,
  * `dataset.update` for one that gains properties.
  * @throws 409.16 / 409.17 case-only name clashes with published ones; 403.1.
+ * @returns the ids of the Datasets published now (their entity lists may link: lib/forms).
  * Effects: datasets / ds_properties publishedAt; audit `dataset.create` or `dataset.update`
  *   `{ properties: [names the definition saves to] }` per Dataset that changed.
  */
-export async function publishDatasets(tx: Ctx, defId: number): Promise<void> {
+export async function publishDatasets(tx: Ctx, defId: number): Promise<number[]> {
+  const created: number[] = [];
   const links = await tx.db.select({ dataset: datasets }).from(datasetFormDefs)
     .innerJoin(datasets, eq(datasets.id, datasetFormDefs.datasetId))
     .where(eq(datasetFormDefs.formDefId, defId))
@@ -187,7 +189,9 @@ export async function publishDatasets(tx: Ctx, defId: number): Promise<void> {
     if (fresh.length > 0) await tx.db.update(dsProperties).set({ publishedAt: now }).where(inArray(dsProperties.id, fresh.map((p) => p.id)));
     if (dataset.publishedAt == null) await audit(tx, tx, 'dataset.create', dataset.acteeId, { properties: names });
     else if (fresh.length > 0) await audit(tx, tx, 'dataset.update', dataset.acteeId, { properties: names });
+    if (dataset.publishedAt == null) created.push(dataset.id);
   }
+  return created;
 }
 
 /**

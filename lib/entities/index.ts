@@ -13,12 +13,13 @@ import { audit } from '../audits/log';
 import { canOrReject } from '../authz/can';
 import { withTx, type Ctx } from '../context';
 import { datasetActee, getDatasetOrNotFound, publishedProperties, type LoadedDataset } from '../datasets';
-import { csvLine } from '../exports/rows';
 import { problems } from '../problem';
 import {
   entityJson, entityUniquenessViolationWithDeleted, entityVersionConflict, noConflictEntity, readEntityBody, unexpectedAttributes,
   versionDiffs, versionJson, withConflictDetails, type EntityInput,
 } from './model';
+import { entityListHashes } from '../datasets/entity-lists';
+import { entitiesCsvStream } from './entity-lists';
 import './from-submissions';
 
 
@@ -371,43 +372,13 @@ export async function listEntityAudits(ctx: Ctx, projectId: number, name: string
 
 /**
  * The entity list as CSV (GET D/entities.csv): `__id,label,<properties>,__createdAt,__creatorId,
- * __creatorName,__updates,__updatedAt,__version`, oldest first, streamed in batches.
+ * __creatorName,__updates,__updatedAt,__version`, newest first as Central, streamed in batches;
+ * `etag` is the Dataset's OpenRosa hash (the one a manifest shows managers), for conditional GETs.
  * @throws 404.1; 401.2/403.1 without entity.list. Reads only.
  */
-export async function entitiesCsv(ctx: Ctx, projectId: number, name: string): Promise<{ filename: string; body: ReadableStream<Uint8Array> }> {
+export async function entitiesCsv(ctx: Ctx, projectId: number, name: string): Promise<{ filename: string; etag: string; body: () => ReadableStream<Uint8Array> }> {
   const d = await loadDataset(ctx, projectId, name, 'entity.list');
   const props = (await publishedProperties(ctx, d.dataset.id)).map((p) => p.name);
-  const enc = new TextEncoder();
-  const header = csvLine(['__id', 'label', ...props, '__createdAt', '__creatorId', '__creatorName', '__updates', '__updatedAt', '__version']);
-  let after: { createdAt: Date; id: number } | null = null;
-  let sentHeader = false;
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (!sentHeader) {
-        sentHeader = true;
-        controller.enqueue(enc.encode(header));
-      }
-      const rows: Array<{ e: EntityRow; def: EntityDefRow; creator: string | null }> = await ctx.db
-        .select({ e: entities, def: entityDefs, creator: actors.displayName }).from(entities)
-        .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
-        .leftJoin(actors, eq(actors.id, entities.creatorId))
-        .where(and(eq(entities.datasetId, d.dataset.id), isNull(entities.deletedAt),
-          after ? sql`(${entities.createdAt}, ${entities.id}) > (${after.createdAt.toISOString()}::timestamptz, ${after.id})` : undefined))
-        .orderBy(asc(entities.createdAt), asc(entities.id)).limit(5000);
-      if (rows.length === 0) {
-        controller.close();
-        return;
-      }
-      let out = '';
-      for (const r of rows) {
-        out += csvLine([r.e.uuid, r.def.label, ...props.map((p) => r.def.data[p] ?? ''), r.e.createdAt.toISOString(),
-          r.e.creatorId == null ? '' : String(r.e.creatorId), r.creator ?? '', String(r.def.version - 1),
-          r.e.updatedAt ? r.e.updatedAt.toISOString() : '', String(r.def.version)]);
-      }
-      const last = rows[rows.length - 1]!;
-      after = { createdAt: last.e.createdAt, id: last.e.id };
-      controller.enqueue(enc.encode(out));
-    },
-  });
-  return { filename: `${d.dataset.name}.csv`, body };
+  const etag = (await entityListHashes(ctx, [d.dataset.id], null)).get(d.dataset.id)!.hash;
+  return { filename: `${d.dataset.name}.csv`, etag, body: () => entitiesCsvStream(ctx, d.dataset.id, props) };
 }

@@ -1,5 +1,5 @@
 import { and, eq, notInArray, sql } from 'drizzle-orm';
-import { blobs, formAttachments, formDefs, submissionAttachments, type FormAttachmentRow } from '../../drizzle/schema';
+import { blobs, formAttachments, formDefs, submissionAttachments, type FormAttachmentRow, type ProjectRow } from '../../drizzle/schema';
 import { iso } from '../actors';
 import { audit } from '../audits/log';
 import { storeBlob } from '../blobs';
@@ -7,7 +7,6 @@ import { withTx, type Ctx } from '../context';
 import { canOrReject } from '../authz/can';
 import { datasetActee, datasetByName } from '../datasets';
 import { Problem, problems } from '../problem';
-import { getProjectOrNotFound } from '../projects';
 import { XLS_TYPE, XLSX_TYPE } from './definitions';
 import { canOnFormOrReject, canReadFormOrReject, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from './queries';
 import { getVersion } from './index';
@@ -59,6 +58,11 @@ async function resolveDef(ctx: Ctx, projectId: number, xmlFormId: string, which:
     await canOnFormOrReject(ctx, 'form.update', f);
     return { f, defId: (await getDefOrNotFound(ctx, f.form.draftDefId)).id };
   }
+  if (f.form.currentDefId == null && f.form.draftDefId != null) {
+    // A form never published answers with its draft, which only form.update may see (Central's AnyVersion).
+    await canOnFormOrReject(ctx, 'form.update', f);
+    return { f, defId: (await getDefOrNotFound(ctx, f.form.draftDefId)).id };
+  }
   await canReadFormOrReject(ctx, f);
   return { f, defId: (await getDefOrNotFound(ctx, f.form.currentDefId)).id };
 }
@@ -101,6 +105,38 @@ export function attachmentContentType(name: string, uploaded: string | null): st
 export async function getAttachmentFile(ctx: Ctx, projectId: number, xmlFormId: string, which: Which, name: string): Promise<AttachmentFile> {
   const { defId } = await resolveDef(ctx, projectId, xmlFormId, which);
   return fileOf(ctx, defId, name);
+}
+
+/**
+ * What a form attachment download serves: the uploaded file, or the Dataset linked to it as an
+ * entity list (lib/entities streams that one; Central's streamAttachment).
+ */
+export interface AttachmentTarget {
+  project: ProjectRow;
+  name: string;
+  /** The uploaded file; null when a Dataset is linked instead. */
+  file: AttachmentFile | null;
+  /** The linked Dataset; null for an uploaded file. */
+  datasetId: number | null;
+}
+
+/**
+ * Finds a form attachment to download (GET F/attachments/{name}, the draft and version forms):
+ * an uploaded file or a linked Dataset.
+ * @throws 404.1 the definition does not expect that name, or it has neither file nor Dataset;
+ *   403.1 / 401.2 (form.read or open_form.read; drafts: form.update). Reads only.
+ */
+export async function getAttachmentTarget(ctx: Ctx, projectId: number, xmlFormId: string, which: Which, name: string): Promise<AttachmentTarget> {
+  const { f, defId } = await resolveDef(ctx, projectId, xmlFormId, which);
+  return targetOf(ctx, f.project, defId, name);
+}
+
+/** The download target of `name` on a definition. @throws 404.1. Reads only. */
+export async function targetOf(ctx: Ctx, project: ProjectRow, defId: number, name: string): Promise<AttachmentTarget> {
+  const row = (await attachmentsOf(ctx, defId)).find((r) => r.a.name === name);
+  if (row?.a.datasetId != null) return { project, name, file: null, datasetId: row.a.datasetId };
+  if (!row || row.sha == null || row.md5 == null) throw problems.user.notFound();
+  return { project, name, file: { name, sha: row.sha, md5: row.md5, contentType: attachmentContentType(name, row.a.contentType) }, datasetId: null };
 }
 
 /** The uploaded file of `name` on a definition. @throws 404.1. */
@@ -148,7 +184,9 @@ export async function uploadDraftAttachment(ctx: Ctx, projectId: number, xmlForm
       .update(formAttachments)
       .set({ blobId: blob.id, contentType: type, datasetId: null, updatedAt: new Date() })
       .where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
-    await audit(tx, tx, 'form.attachment.update', f.form.acteeId, { formDefId: defId, name, oldBlobId: row.blobId, newBlobId: blob.id });
+    await audit(tx, tx, 'form.attachment.update', f.form.acteeId, {
+      formDefId: defId, name, oldBlobId: row.blobId, newBlobId: blob.id, oldDatasetId: row.datasetId, newDatasetId: null,
+    });
     return attachmentJson((await attachmentsOf(tx, defId)).find((r) => r.a.name === name)!);
   });
 }
@@ -156,50 +194,56 @@ export async function uploadDraftAttachment(ctx: Ctx, projectId: number, xmlForm
 /**
  * Clears a draft attachment (DELETE F/draft/attachments/{name}): the expectation stays, the content
  * (or entity list link) goes. Effects: attachment row; audit `form.attachment.update`.
- * @throws 404.1; 403.1 without form.update.
+ * @throws 404.1 (also when there is nothing to clear, as Central); 403.1 without form.update.
  */
 export async function clearDraftAttachment(ctx: Ctx, projectId: number, xmlFormId: string, name: string): Promise<void> {
   await withTx(ctx, async (tx) => {
     const { f, defId } = await resolveDef(tx, projectId, xmlFormId, { kind: 'draft' });
     const [row] = await tx.db.select().from(formAttachments).where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
-    if (!row) throw problems.user.notFound();
+    if (!row || (row.blobId == null && row.datasetId == null)) throw problems.user.notFound();
     await tx.db
       .update(formAttachments)
       .set({ blobId: null, contentType: null, datasetId: null, updatedAt: new Date() })
       .where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
-    await audit(tx, tx, 'form.attachment.update', f.form.acteeId, { formDefId: defId, name, oldBlobId: row.blobId, newBlobId: null });
+    await audit(tx, tx, 'form.attachment.update', f.form.acteeId, {
+      formDefId: defId, name, oldBlobId: row.blobId, newBlobId: null, oldDatasetId: row.datasetId, newDatasetId: null,
+    });
   });
 }
 
 /**
  * Links or unlinks an entity list (PATCH F/draft/attachments/{name} `{ dataset }`): `people.csv`
- * links the published Dataset `people` (lib/datasets). Effects: attachment row; audit
- * `form.attachment.update`.
- * @throws 400.2/400.11 bad body; 400.26 not a data file; 404.1 no such attachment or Dataset;
- *   403.1 without form.update, or without entity.list on the Dataset.
+ * names the published Dataset `people` (lib/datasets). As Central, that Dataset must exist and be
+ * readable (`entity.list`) either way, and the attachment's content goes in both cases: linking
+ * replaces an uploaded file, unlinking leaves the attachment empty.
+ * @returns the attachment JSON without `hash` and `size`. Effects: attachment row; audit
+ *   `form.attachment.update` `{ formDefId, name, oldBlobId, newBlobId: null, oldDatasetId, newDatasetId }`.
+ * @throws 400.2/400.11 bad body; 400.26 linking a non-file attachment; 404.1 no draft, attachment
+ *   or Dataset; 403.1 without form.update, or without entity.list on the Dataset.
  */
-export async function linkDraftAttachment(ctx: Ctx, projectId: number, xmlFormId: string, name: string, body: unknown): Promise<void> {
+export async function linkDraftAttachment(
+  ctx: Ctx, projectId: number, xmlFormId: string, name: string, body: unknown,
+): Promise<Omit<AttachmentJson, 'hash' | 'size'>> {
   const dataset = (body as { dataset?: unknown } | null)?.dataset;
   if (dataset === undefined) throw problems.user.missingParameter({ field: 'dataset' });
   if (typeof dataset !== 'boolean') throw problems.user.invalidDataTypeOfParameter({ field: 'dataset', expected: 'boolean' });
-  await withTx(ctx, async (tx) => {
-    const { defId } = await resolveDef(tx, projectId, xmlFormId, { kind: 'draft' });
+  return withTx(ctx, async (tx) => {
+    const { f, defId } = await resolveDef(tx, projectId, xmlFormId, { kind: 'draft' });
+    const found = await datasetByName(tx, f.project.id, name.replace(/\.csv$/i, ''));
+    if (!found) throw problems.user.notFound();
+    await canOrReject(tx, 'entity.list', datasetActee({ dataset: found, project: f.project }));
     const [row] = await tx.db.select().from(formAttachments).where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
     if (!row) throw problems.user.notFound();
-    let datasetId: number | null = null;
-    if (dataset) {
-      // Only a data file (.csv) named after a published Dataset links; reading it needs entity.list.
-      if (row.type !== 'file') throw new Problem(400.26, 'Dataset can only be linked to attachments with "Data File" type.');
-      const found = /\.csv$/i.test(name) ? await datasetByName(tx, projectId, name.replace(/\.csv$/i, '')) : null;
-      if (!found) throw problems.user.notFound();
-      await canOrReject(tx, 'entity.list', datasetActee({ dataset: found, project: await getProjectOrNotFound(tx, projectId) }));
-      datasetId = found.id;
-    }
-    await tx.db.update(formAttachments).set({ datasetId, blobId: dataset ? null : row.blobId, updatedAt: new Date() })
+    if (dataset && row.type !== 'file') throw new Problem(400.26, 'Dataset can only be linked to attachments with "Data File" type.');
+    const datasetId = dataset ? found.id : null;
+    await tx.db.update(formAttachments).set({ datasetId, blobId: null, contentType: null, updatedAt: new Date() })
       .where(and(eq(formAttachments.formDefId, defId), eq(formAttachments.name, name)));
-    await audit(tx, tx, 'form.attachment.update', (await getFormOrNotFound(tx, projectId, xmlFormId)).form.acteeId, {
+    await audit(tx, tx, 'form.attachment.update', f.form.acteeId, {
       formDefId: defId, name, oldBlobId: row.blobId, newBlobId: null, oldDatasetId: row.datasetId, newDatasetId: datasetId,
     });
+    // Central answers the updated row without its blob join: no hash and no size.
+    const { hash: _hash, size: _size, ...json } = attachmentJson((await attachmentsOf(tx, defId)).find((r) => r.a.name === name)!);
+    return json;
   });
 }
 

@@ -3,6 +3,7 @@ import { formAttachments, formDefs, keys, type FormDefRow, type FormRow } from '
 import { storeBlob } from '../blobs';
 import type { Ctx } from '../context';
 import { checkEntityDeclarations, defineDatasets, forgetDefinition, publishDatasets } from '../datasets';
+import { autoLinkDatasets } from '../datasets/entity-lists';
 import { getProjectOrNotFound } from '../projects';
 import { Problem, problems } from '../problem';
 import { convertXlsForm, XlsFormError } from '../xlsform';
@@ -157,11 +158,14 @@ async function keyIdFor(ctx: Ctx, publicKey: string | null): Promise<number | nu
  * Stores a definition and the attachments it expects (empty until uploaded; itemsets.csv filled
  * when the spreadsheet produced one and the form expects it, as Central does).
  * @param publish when set, the definition is published now by the request's actor.
+ * @param autoLink a new form: data-file attachments named after a published Dataset link to it.
  * Effects: form_defs row, form_attachments rows, a keys row for a new public key; blobs for the
  *   spreadsheet and itemsets.csv (removed from the store again if the transaction rolls back).
  *   Inside withTx.
  */
-export async function insertDef(ctx: Ctx, form: FormRow, upload: Upload, publish: boolean, notes: string | null = null): Promise<FormDefRow> {
+export async function insertDef(
+  ctx: Ctx, form: FormRow, upload: Upload, publish: boolean, notes: string | null = null, autoLink = false,
+): Promise<FormDefRow> {
   const p = upload.parsed;
   const xls = upload.xls == null ? null
     : 'blobId' in upload.xls ? upload.xls
@@ -190,11 +194,6 @@ export async function insertDef(ctx: Ctx, form: FormRow, upload: Upload, publish
       xlsContentType: xls?.contentType ?? null,
     })
     .returning();
-  // Encrypted forms declare no Datasets (Central reads none from them).
-  if (p.datasets.length > 0 && !p.base64RsaPublicKey) {
-    await defineDatasets(ctx, await getProjectOrNotFound(ctx, form.projectId), def!, p.datasets);
-    if (publish) await publishDatasets(ctx, def!.id);
-  }
   if (p.attachments.length > 0) {
     await ctx.db.insert(formAttachments).values(p.attachments.map((a) => ({
       formId: form.id,
@@ -203,6 +202,14 @@ export async function insertDef(ctx: Ctx, form: FormRow, upload: Upload, publish
       type: a.type,
       ...(a.name === ITEMSETS && itemsets ? { blobId: itemsets.id, contentType: 'text/csv' } : {}),
     })));
+    // A new form's data files link to the Datasets published before it (Central's createNew).
+    if (autoLink) await autoLinkDatasets(ctx, form.projectId, def!.id);
+  }
+  // Encrypted forms declare no Datasets (Central reads none from them).
+  if (p.datasets.length > 0 && !p.base64RsaPublicKey) {
+    await defineDatasets(ctx, await getProjectOrNotFound(ctx, form.projectId), def!, p.datasets);
+    // Publishing at creation links the Datasets it publishes too (Central's publish).
+    if (publish) await autoLinkDatasets(ctx, form.projectId, def!.id, await publishDatasets(ctx, def!.id));
   }
   return def!;
 }

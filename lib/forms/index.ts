@@ -10,6 +10,8 @@ import { can, canOrReject } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
 import { datasetDiffForDef, forgetDefinition, publishDatasets } from '../datasets';
+import { autoLinkDatasets } from '../datasets/entity-lists';
+import { datasetMissingForFormRestore, formDependsOnDeletedDataset } from '../datasets/trash';
 import { problems } from '../problem';
 import { getProjectOrNotFound, projectActee } from '../projects';
 import { generateToken } from '../sessions/tokens';
@@ -121,7 +123,7 @@ export async function createForm(ctx: Ctx, projectId: number, input: UploadInput
       .insert(forms)
       .values({ projectId: project.id, xmlFormId, acteeId, createdBy: tx.auth.actor?.id ?? null, draftToken: input.publish ? null : generateToken() })
       .returning();
-    const def = await insertDef(tx, form!, await applyProjectKey(tx, project.id, upload), input.publish);
+    const def = await insertDef(tx, form!, await applyProjectKey(tx, project.id, upload), input.publish, null, true);
     const [saved] = await tx.db
       .update(forms)
       .set(input.publish ? { currentDefId: def.id, ...publicFormIds() } : { draftDefId: def.id })
@@ -201,7 +203,7 @@ export async function deleteForm(ctx: Ctx, projectId: number, xmlFormId: string)
  * Restores a form from the Trash by numeric id (POST P/forms/{id}/restore).
  * Effects: clears deletedAt; audit `form.restore`.
  * @throws 404.1 not in the Trash (or purged); 403.1 without form.restore; 409.3 a live form now has
- *   the same xmlFormId.
+ *   the same xmlFormId; 409.23 it writes to or links a Dataset deleted since.
  */
 export async function restoreForm(ctx: Ctx, projectId: number, formId: number): Promise<void> {
   await withTx(ctx, async (tx) => {
@@ -211,6 +213,7 @@ export async function restoreForm(ctx: Ctx, projectId: number, formId: number): 
     await canOrReject(tx, 'form.restore', projectActee(project));
     const [live] = await tx.db.select().from(forms).where(and(eq(forms.projectId, project.id), eq(forms.xmlFormId, form.xmlFormId), isNull(forms.deletedAt)));
     if (live) throw problems.user.uniquenessViolation({ fields: ['projectId', 'xmlFormId'], values: [String(project.id), form.xmlFormId], table: 'forms' });
+    if (await formDependsOnDeletedDataset(tx, form)) throw datasetMissingForFormRestore();
     await tx.db.update(forms).set({ deletedAt: null }).where(eq(forms.id, form.id));
     await audit(tx, tx, 'form.restore', form.acteeId, null);
   });
@@ -351,7 +354,7 @@ export async function publishDraft(ctx: Ctx, projectId: number, xmlFormId: strin
       .set({ currentDefId: def.id, draftDefId: null, draftToken: null, updatedAt: new Date(), ...(form.enketoId == null ? publicFormIds() : {}) })
       .where(eq(forms.id, form.id));
     await deleteDraftSubmissions(tx, form);
-    await publishDatasets(tx, def.id);
+    await autoLinkDatasets(tx, form.projectId, def.id, await publishDatasets(tx, def.id));
     await audit(tx, tx, 'form.update.publish', form.acteeId, { oldDefId: form.currentDefId, newDefId: def.id }, notes);
   });
 }

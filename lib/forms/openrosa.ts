@@ -1,14 +1,15 @@
 import { and, asc, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
-import { assignments, formAttachments, blobs, formDefs, forms, projects, roles, type FormDefRow, type FormRow } from '../../drizzle/schema';
+import { assignments, formAttachments, blobs, formDefs, forms, projects, roles, type FormDefRow, type FormRow, type ProjectRow } from '../../drizzle/schema';
 import { primeVerbs, requireActor } from '../authz/can';
 import { species } from '../authz/verbs';
 import type { Ctx } from '../context';
+import { entityFilterActorId, entityListHashes } from '../datasets/entity-lists';
 import type { Db } from '../db/client';
 import { prepared } from '../db/prepared';
 import { problems } from '../problem';
 import { getProjectOrNotFound } from '../projects';
 import { renderFormList, renderManifest, type FormListEntry } from '../xforms/openrosa-xml';
-import { fileOf, type AttachmentFile } from './attachments';
+import { targetOf, type AttachmentTarget } from './attachments';
 import { canOnFormOrReject, canReadFormOrReject, formActee, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from './queries';
 
 /**
@@ -81,16 +82,42 @@ const formListQuery = (db: Db) => prepared(db, 'openrosa_form_list', (d) => {
     .prepare('openrosa_form_list');
 });
 
-async function manifestFor(ctx: Ctx, defId: number, attachmentBase: string): Promise<string> {
-  const rows = await prepared(ctx.db, 'openrosa_manifest', (d) => d
-    .select({ name: formAttachments.name, md5: blobs.md5 })
+async function manifestFor(ctx: Ctx, defId: number, attachmentBase: string, entityLists: EntityListContext): Promise<string> {
+  const rows = await prepared(ctx.db, 'openrosa_manifest_files', (d) => d
+    .select({ name: formAttachments.name, md5: blobs.md5, datasetId: formAttachments.datasetId })
     .from(formAttachments)
-    .innerJoin(blobs, eq(blobs.id, formAttachments.blobId))
-    .where(and(eq(formAttachments.formDefId, sql.placeholder('defId')), isNotNull(formAttachments.blobId)))
+    .leftJoin(blobs, eq(blobs.id, formAttachments.blobId))
+    .where(and(eq(formAttachments.formDefId, sql.placeholder('defId')), or(isNotNull(formAttachments.blobId), isNotNull(formAttachments.datasetId))))
     .orderBy(asc(formAttachments.name))
-    .prepare('openrosa_manifest'))
+    .prepare('openrosa_manifest_files'))
     .execute({ defId });
-  return renderManifest(rows.map((r) => ({ filename: r.name, hash: r.md5, downloadUrl: `${attachmentBase}/${enc(r.name)}` })));
+  return renderFiles(ctx, rows, attachmentBase, entityLists);
+}
+
+/**
+ * How a manifest names a form's entity lists: the project (for the viewer's ownerOnly cut) and
+ * where its integrity URLs point (`{origin}{prefix}/projects/{id}`, the prefix the client used).
+ */
+interface EntityListContext {
+  project: Pick<ProjectRow, 'id' | 'acteeId'>;
+  projectUrl: string;
+}
+
+type ManifestFile = { name: string; md5: string | null; datasetId: number | null };
+
+/** Manifest entries: uploaded files with their MD5, linked Datasets with the viewer's entity list hash. */
+async function renderFiles(ctx: Ctx, files: ManifestFile[], attachmentBase: string, lists: EntityListContext): Promise<string> {
+  const datasetIds = files.filter((f) => f.datasetId != null).map((f) => f.datasetId!);
+  const hashes = datasetIds.length === 0 ? new Map()
+    : await entityListHashes(ctx, datasetIds, await entityFilterActorId(ctx, lists.project));
+  return renderManifest(files.flatMap((f) => {
+    const downloadUrl = `${attachmentBase}/${enc(f.name)}`;
+    if (f.datasetId == null) return f.md5 == null ? [] : [{ filename: f.name, hash: f.md5, downloadUrl }];
+    const h = hashes.get(f.datasetId);
+    if (h == null) return [];
+    const integrityUrl = `${lists.projectUrl}/datasets/${enc(f.name.replace(/\.csv$/i, ''))}/integrity`;
+    return [{ filename: f.name, hash: h.hash, downloadUrl, type: h.type, integrityUrl }];
+  }));
 }
 
 /**
@@ -134,16 +161,18 @@ export async function submissionTarget(ctx: Ctx, projectId: number, xmlFormId: s
   return { ...loaded, defId: row.defId == null ? null : Number(row.defId) };
 }
 
-async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string): Promise<LoadedForm & { files: Array<{ name: string; md5: string }> }> {
+async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string): Promise<LoadedForm & { files: ManifestFile[] }> {
   const [row] = Number.isSafeInteger(projectId)
     ? await prepared(ctx.db, 'live_form_verbs', (d) => d
       .select({
         form: forms,
         project: projects,
         verbs: formVerbsSql(),
-        // The published definition's uploaded files, for the manifest (small: a form's media list).
-        files: sql<Array<{ name: string; md5: string }>>`(select coalesce(jsonb_agg(jsonb_build_object('name', fa.name, 'md5', b.md5) order by fa.name), '[]'::jsonb)
-          from ${formAttachments} fa inner join ${blobs} b on b.id = fa.blob_id where fa.form_def_id = ${forms.currentDefId})`,
+        // The published definition's files and linked Datasets, for the manifest (small: a form's media list).
+        files: sql<ManifestFile[]>`(select coalesce(jsonb_agg(jsonb_build_object('name', fa.name, 'md5', b.md5, 'datasetId', fa.dataset_id)
+            order by fa.name), '[]'::jsonb)
+          from ${formAttachments} fa left join ${blobs} b on b.id = fa.blob_id
+          where fa.form_def_id = ${forms.currentDefId} and (fa.blob_id is not null or fa.dataset_id is not null))`,
       })
       .from(forms)
       .innerJoin(projects, eq(projects.id, forms.projectId))
@@ -167,8 +196,8 @@ export async function manifest(ctx: Ctx, projectId: number, xmlFormId: string, b
   await canReadFormOrReject(ctx, f);
   // currentDefId is a foreign key: no need to load the definition (and its XML) to know it exists.
   if (f.form.currentDefId == null) throw problems.user.notFound();
-  const attachmentBase = `${base.origin}${base.prefix}/projects/${f.project.id}/forms/${enc(f.form.xmlFormId)}/attachments`;
-  return renderManifest(f.files.map((r) => ({ filename: r.name, hash: r.md5, downloadUrl: `${attachmentBase}/${enc(r.name)}` })));
+  const projectUrl = `${base.origin}${base.prefix}/projects/${f.project.id}`;
+  return renderFiles(ctx, f.files, `${projectUrl}/forms/${enc(f.form.xmlFormId)}/attachments`, { project: f.project, projectUrl });
 }
 
 /**
@@ -206,7 +235,9 @@ async function draftListXml(ctx: Ctx, form: FormRow, draft: FormDefRow, url: str
 /** The draft's manifest for its Draft Token. @throws 404.4. */
 export async function draftManifest(ctx: Ctx, token: string, projectId: number, xmlFormId: string, origin: string): Promise<string> {
   const { form, draft } = await formByDraftToken(ctx, token, projectId, xmlFormId);
-  return manifestFor(ctx, draft.id, `${draftBase(origin, token, projectId, form.xmlFormId)}/attachments`);
+  const project = await getProjectOrNotFound(ctx, form.projectId);
+  return manifestFor(ctx, draft.id, `${draftBase(origin, token, projectId, form.xmlFormId)}/attachments`,
+    { project, projectUrl: `${origin}/v1/projects/${project.id}` });
 }
 
 /** The draft's XML for its Draft Token. @throws 404.4. */
@@ -214,10 +245,13 @@ export async function draftXmlByToken(ctx: Ctx, token: string, projectId: number
   return (await formByDraftToken(ctx, token, projectId, xmlFormId)).draft.xml;
 }
 
-/** A draft attachment for its Draft Token. @throws 404.4; 404.1 not uploaded. */
-export async function draftAttachmentByToken(ctx: Ctx, token: string, projectId: number, xmlFormId: string, name: string): Promise<AttachmentFile> {
-  const { draft } = await formByDraftToken(ctx, token, projectId, xmlFormId);
-  return fileOf(ctx, draft.id, name);
+/**
+ * A draft attachment for its Draft Token: the uploaded file or the linked Dataset (lib/entities
+ * serves that one, unfiltered, as Central). @throws 404.4; 404.1 neither. Reads only.
+ */
+export async function draftAttachmentByToken(ctx: Ctx, token: string, projectId: number, xmlFormId: string, name: string): Promise<AttachmentTarget> {
+  const { form, draft } = await formByDraftToken(ctx, token, projectId, xmlFormId);
+  return targetOf(ctx, await getProjectOrNotFound(ctx, form.projectId), draft.id, name);
 }
 
 /**
@@ -231,6 +265,8 @@ export async function draftDocumentsForActor(ctx: Ctx, projectId: number, xmlFor
   await canOnFormOrReject(ctx, 'form.update', f);
   const draft = await getDefOrNotFound(ctx, f.form.draftDefId);
   const url = `${base.origin}${base.prefix}/projects/${f.project.id}/forms/${enc(f.form.xmlFormId)}/draft`;
-  if (which === 'manifest') return manifestFor(ctx, draft.id, `${url}/attachments`);
+  if (which === 'manifest') {
+    return manifestFor(ctx, draft.id, `${url}/attachments`, { project: f.project, projectUrl: `${base.origin}${base.prefix}/projects/${f.project.id}` });
+  }
   return draftListXml(ctx, f.form, draft, url);
 }

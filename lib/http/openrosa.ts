@@ -16,13 +16,16 @@ export const openRosaHeaders = {
  */
 export function isOpenRosaPath(path: string): boolean {
   // Under /v1/test/ the REST creation path (…/draft/submissions) answers JSON, as F/submissions does.
-  return /\/(formList|manifest|submission)$/.test(path) || (path.startsWith('/v1/test/') && !/\/submissions$/.test(path));
+  return /\/(formList|manifest|submission)$/.test(path) || isIntegrityPath(path) || (path.startsWith('/v1/test/') && !/\/submissions$/.test(path));
 }
 
 /** Paths that must carry `X-OpenRosa-Version: 1.0` (the documents, not file downloads). */
 export function requiresOpenRosaHeader(path: string): boolean {
-  return /\/(formList|manifest|submission)$/.test(path);
+  return /\/(formList|manifest|submission)$/.test(path) || isIntegrityPath(path);
 }
+
+/** A Dataset's integrity document (D/integrity), an OpenRosa endpoint in Central. */
+const isIntegrityPath = (path: string) => /^\/v1\/projects\/[^/]+\/datasets\/[^/]+\/integrity$/.test(path);
 
 /**
  * Checks the request's X-OpenRosa-Version (exactly 1.0).

@@ -28,6 +28,7 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/submissions(\/[^/]+(\/versions\/[^/]+)?)?\.geojson$/, 'exports'],
   // OpenRosa submission (and its Draft Token form), before the forms entries.
   [/^\/v1\/projects\/[^/]+\/submission$/, 'submissions'],
+  [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/draft\/submission$/, 'submissions'],
   [/^\/v1\/test\/[^/]+\/projects\/[^/]+\/forms\/[^/]+\/draft\/submissions?$/, 'submissions'],
   [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\/(draft\/)?submissions(\/|$)/, 'submissions'],
   // Forms, drafts, versions, form attachments, the OpenRosa form list/manifest and Draft Token paths.
@@ -37,6 +38,7 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/test\/[^/]+\/projects\/[^/]+\/forms\/[^/]+\/draft/, 'forms'],
   // Datasets (Entity Lists), their Entities, the Entities OData (D.svc) and GeoJSON.
   [/^\/v1\/projects\/[^/]+\/datasets(\/|$)/, 'entities'],
+  [/^\/v1\/projects\/[^/]+\/trash\/datasets\//, 'entities'],
   [/^\/v1\/projects\/?$/, 'projects'],
   [/^\/v1\/projects\/[^/]+\/?$/, 'projects'],
   [/^\/v1\/projects\/[^/]+\/key$/, 'projects'],

@@ -39,15 +39,23 @@ export interface ManifestEntry {
   /** MD5 hex of the file. */
   hash: string;
   downloadUrl: string;
+  /** A Dataset's entity list: `entityList` or `approvalEntityList` (the mediaFile's type attribute). */
+  type?: string;
+  /** A Dataset's entity list: where a device checks which of its entities still exist. */
+  integrityUrl?: string;
 }
 
-/** `<manifest xmlns="http://openrosa.org/xforms/xformsManifest">…` with one `<mediaFile>` per file. */
+/**
+ * `<manifest xmlns="http://openrosa.org/xforms/xformsManifest">…` with one `<mediaFile>` per file;
+ * an entity list carries `type="…"` and an `<integrityUrl>` (central-api.yaml, Form Manifest).
+ */
 export function renderManifest(entries: ManifestEntry[]): string {
   const items = entries.map((e) => `
-    <mediaFile>
+    <mediaFile${e.type ? ` type="${esc(e.type)}"` : ''}>
       <filename>${esc(e.filename)}</filename>
       <hash>md5:${e.hash}</hash>
-      <downloadUrl>${esc(e.downloadUrl)}</downloadUrl>
+      <downloadUrl>${esc(e.downloadUrl)}</downloadUrl>${e.integrityUrl ? `
+      <integrityUrl>${esc(e.integrityUrl)}</integrityUrl>` : ''}
     </mediaFile>`).join('');
   return `<?xml version="1.0" encoding="UTF-8"?>
   <manifest xmlns="http://openrosa.org/xforms/xformsManifest">${items}
@@ -60,4 +68,21 @@ export function renderOpenRosaMessage(message: string, nature: 'error' | '' = 'e
   <OpenRosaResponse xmlns="http://openrosa.org/http/response" items="0">
     <message nature="${nature}">${esc(message)}</message>
   </OpenRosaResponse>`;
+}
+
+/**
+ * The entity integrity document (GET D/integrity, central-api.yaml OpenRosa Dataset Integrity API):
+ * `<data><entities><entity id="…"><deleted>true|false</deleted></entity>…</entities></data>`,
+ * laid out as Central writes it.
+ */
+export function renderEntityIntegrity(entries: Array<{ uuid: string; deleted: boolean }>): string {
+  const items = entries.map((e) => `
+      <entity id="${esc(e.uuid)}">
+        <deleted>${e.deleted}</deleted>
+      </entity>`).join('');
+  return `<?xml version="1.0" encoding="UTF-8"?>
+  <data>
+    <entities>${items}
+    </entities>
+  </data>`;
 }

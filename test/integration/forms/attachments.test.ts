@@ -171,13 +171,11 @@ describe('draft attachments', () => {
     expect(await h.auditActions()).toEqual(['form.create']);
   });
 
-  test('PATCH {dataset: true} → 404.1 (no such entity list); {dataset: false} → 200; bad bodies → 400', async () => {
+  test('PATCH {dataset} → 404.1 without a Dataset named after the file (either way, as Central); bad bodies → 400', async () => {
     const h = await harness();
     await createForm(h, formXml(W));
     await expectProblem(await h.patch(draftAtt(h, W, 'goodone.csv'), { as: 'alice', body: { dataset: true } }), 404.1);
-    const res = await h.patch(draftAtt(h, W, 'goodone.csv'), { as: 'alice', body: { dataset: false } });
-    expect(res.status).toBe(200);
-    expect(await json(res)).toEqual({ success: true });
+    await expectProblem(await h.patch(draftAtt(h, W, 'goodone.csv'), { as: 'alice', body: { dataset: false } }), 404.1);
     await expectProblem(await h.patch(draftAtt(h, W, 'goodone.csv'), { as: 'alice', body: {} }), 400.2);
     await expectProblem(await h.patch(draftAtt(h, W, 'goodone.csv'), { as: 'alice', body: { dataset: 'yes' } }), 400.11);
   });
@@ -225,10 +223,13 @@ describe('published attachments', () => {
     await expectProblem(await h.get(`${F(h, W)}/attachments`, { as: 'chelsea' }), 403.1);
   });
 
-  test('never published: F/attachments 404.1', async () => {
+  test('never published: F/attachments answers the draft\'s, for form.update only (Central\'s AnyVersion)', async () => {
     const h = await harness();
     await createForm(h, formXml(W));
-    await expectProblem(await h.get(`${F(h, W)}/attachments`, { as: 'alice' }), 404.1);
+    const list = await json<Json[]>(await h.get(`${F(h, W)}/attachments`, { as: 'alice' }));
+    expect(list.map((a) => a.name)).toEqual(['goodone.csv', 'goodtwo.mp3']);
+    await expectProblem(await h.get(`${F(h, W)}/attachments`, { as: 'chelsea' }), 403.1);
+    await expectProblem(await h.get(`${F(h, 'nope')}/attachments`, { as: 'alice' }), 404.1);
   });
 
   test('a new draft carries uploaded matching attachments over; changing it leaves the published one alone', async () => {

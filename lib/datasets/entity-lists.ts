@@ -1,0 +1,115 @@
+/**
+ * Datasets as entity lists on devices: which entities an actor may see (ownerOnly), and the
+ * OpenRosa hash of a Dataset's list (the manifest's `md5:` hash and the ETag of its CSV), so a
+ * device downloads the list again only when it changed for that actor.
+ * Spec: central-api.yaml (OpenRosa Form Manifest API: entityList, integrityUrl; Dataset
+ * integrity); Central's behaviour: its datasets.js OpenRosa hash tests.
+ */
+import { and, eq, inArray, isNull, sql, type SQL } from 'drizzle-orm';
+import { md5 } from '@noble/hashes/legacy.js';
+import { bytesToHex } from '@noble/hashes/utils.js';
+import { datasets, dsProperties, entities, type ProjectRow } from '../../drizzle/schema';
+import { can } from '../authz/can';
+import type { Ctx } from '../context';
+import { projectActee } from '../projects';
+
+/**
+ * Whose entities an entity list is cut to: `null` when the actor may list every entity of the
+ * project (`entity.list` on it: managers, viewers, administrators, system jobs, and the anonymous
+ * Draft Token paths, which Central does not filter), else the actor's id (App Users, Data
+ * Collectors, Public Links), whose view of an `ownerOnly` Dataset holds only what they created.
+ * Reads only (the rights cache).
+ */
+export async function entityFilterActorId(ctx: Ctx, project: Pick<ProjectRow, 'acteeId'>): Promise<number | null> {
+  const actor = ctx.auth.actor;
+  if (actor == null) return null;
+  return (await can(ctx, 'entity.list', projectActee(project))) ? null : actor.id;
+}
+
+/**
+ * SQL condition on `entities` rows: the entity is visible to `actorId` (always true for `null`).
+ * An `ownerOnly` Dataset shows an actor only the entities it created. Pure.
+ */
+export function entityVisibleTo(actorId: number | null): SQL {
+  if (actorId == null) return sql`true`;
+  return sql`(not exists (select 1 from datasets d where d.id = entities.dataset_id and d.owner_only)
+    or entities.creator_id = ${actorId})`;
+}
+
+/** What a manifest says of a Dataset-backed attachment. */
+export interface EntityListHash {
+  /** Hex MD5 (the manifest's `md5:…` without the prefix, and the quoted ETag). */
+  hash: string;
+  /** `entityList`, or `approvalEntityList` when entities wait for approval. */
+  type: 'entityList' | 'approvalEntityList';
+}
+
+const hex = (s: string) => bytesToHex(md5(new TextEncoder().encode(s)));
+
+/**
+ * The OpenRosa hashes of Datasets' entity lists for one viewer, as Central computes them: the MD5
+ * of the newest audit on the Dataset (every entity change and settings change is audited there;
+ * its id is hashed too, so two changes within one millisecond still differ);
+ * for an actor cut to its own entities of an `ownerOnly` Dataset, the MD5 of that actor, the
+ * property names, its entity count and its newest entity creation or update, so that another
+ * actor's work does not make its devices download again.
+ * @param filterActorId from `entityFilterActorId`.
+ * @returns Map datasetId → `{ hash, type }` (ids of unknown Datasets are left out). Reads only.
+ */
+export async function entityListHashes(ctx: Ctx, datasetIds: number[], filterActorId: number | null): Promise<Map<number, EntityListHash>> {
+  const out = new Map<number, EntityListHash>();
+  const ids = [...new Set(datasetIds)];
+  if (ids.length === 0) return out;
+  const rows = await ctx.db.select({
+    id: datasets.id, ownerOnly: datasets.ownerOnly, approvalRequired: datasets.approvalRequired,
+    // Explicit aliases: drizzle writes columns of a one-table select unqualified.
+    lastAudit: sql<string | null>`(select max(a.logged_at) from audits a where a.actee_id = datasets.actee_id)`,
+    lastAuditId: sql<number | null>`(select max(a.id) from audits a where a.actee_id = datasets.actee_id)`,
+  }).from(datasets).where(inArray(datasets.id, ids));
+  const owned = filterActorId == null ? [] : rows.filter((r) => r.ownerOnly).map((r) => r.id);
+  const stats = new Map<number, { n: number; last: string | null }>();
+  const props = new Map<number, string[]>();
+  if (owned.length > 0) {
+    const counted = await ctx.db.select({
+      id: entities.datasetId, n: sql<number>`count(*)::int`,
+      last: sql<string | null>`greatest(max(${entities.createdAt}), max(${entities.updatedAt}))`,
+    }).from(entities)
+      .where(and(inArray(entities.datasetId, owned), isNull(entities.deletedAt), eq(entities.creatorId, filterActorId!)))
+      .groupBy(entities.datasetId);
+    for (const c of counted) stats.set(c.id, { n: Number(c.n), last: c.last });
+    const names = await ctx.db.select({ id: dsProperties.datasetId, name: dsProperties.name }).from(dsProperties)
+      .where(inArray(dsProperties.datasetId, owned)).orderBy(dsProperties.name);
+    for (const p of names) props.set(p.id, [...(props.get(p.id) ?? []), p.name]);
+  }
+  const iso = (t: string | null | undefined) => (t == null ? null : new Date(t).toISOString());
+  for (const r of rows) {
+    const input = filterActorId != null && r.ownerOnly
+      ? JSON.stringify({
+        owner: filterActorId, propertyList: props.get(r.id) ?? null, entities: stats.get(r.id)?.n ?? 0,
+        latestEntityCreatedOrUpdated: iso(stats.get(r.id)?.last),
+      })
+      // Central hashes the newest audit's time only; its id too tells apart two changes in one millisecond.
+      : JSON.stringify({ latestAuditEntry: iso(r.lastAudit), latestAuditId: r.lastAuditId == null ? null : Number(r.lastAuditId) });
+    out.set(r.id, { hash: hex(input), type: r.approvalRequired ? 'approvalEntityList' : 'entityList' });
+  }
+  return out;
+}
+
+/**
+ * Links a definition's empty data-file attachments to the live published Datasets they are named
+ * after (`people.csv` → `people`), as Central does when a form is created (every such Dataset) and
+ * when publishing creates Datasets (`datasetIds`: only those; itemsets.csv not). An attachment
+ * with a file (a spreadsheet's own itemsets.csv included) or a link already stays as it is.
+ * Inside the caller's transaction; no audit (Central logs none).
+ * Effects: form_attachments.dataset_id (and updated_at when publishing).
+ */
+export async function autoLinkDatasets(tx: Ctx, projectId: number, defId: number, datasetIds?: number[]): Promise<void> {
+  if (datasetIds?.length === 0) return;
+  await tx.db.execute(sql`update form_attachments fa set dataset_id = d.id, updated_at = ${datasetIds ? sql`now()` : sql`fa.updated_at`}
+    from datasets d
+    where fa.form_def_id = ${defId} and fa.type = 'file'
+      ${datasetIds ? sql`and fa.name <> 'itemsets.csv'` : sql``} and fa.blob_id is null and fa.dataset_id is null
+      and d.project_id = ${projectId} and d.published_at is not null and d.deleted_at is null
+      and fa.name = d.name || '.csv'
+      ${datasetIds ? sql`and d.id in (${sql.join(datasetIds.map((id) => sql`${id}`), sql`, `)})` : sql``}`);
+}

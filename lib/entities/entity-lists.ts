@@ -1,0 +1,189 @@
+/**
+ * Entity lists on devices: a form attachment linked to a Dataset is served as the Dataset's
+ * entities in CSV (`name,label,__version,<properties>`), cut to the viewer's own entities on an
+ * `ownerOnly` Dataset, with the Dataset's OpenRosa hash as ETag so a device downloads it again only
+ * when it changed; and D/integrity tells a device which of its entities still exist.
+ * Spec: central-api.yaml (Form Attachments download, OpenRosa Form Manifest, Dataset integrity);
+ * odk-xforms-spec-entities.md (entity list CSV columns).
+ */
+import { and, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
+import { actors, datasets, entities, entityDefs } from '../../drizzle/schema';
+import { can, canOrReject } from '../authz/can';
+import type { Ctx } from '../context';
+import { datasetActee, getDatasetOrNotFound, publishedProperties } from '../datasets';
+import { entityFilterActorId, entityListHashes, entityVisibleTo } from '../datasets/entity-lists';
+import { csvLine } from '../exports/rows';
+import { getAttachmentTarget, type AttachmentFile, type AttachmentTarget, type Which } from '../forms/attachments';
+import { draftAttachmentByToken } from '../forms/openrosa';
+import { problems } from '../problem';
+import { getProjectOrNotFound, projectActee } from '../projects';
+import { renderEntityIntegrity } from '../xforms/openrosa-xml';
+
+/** A form attachment download: an uploaded file, or an entity list streamed from the database. */
+export type AttachmentDownload =
+  | { kind: 'file'; file: AttachmentFile }
+  | { kind: 'entities'; filename: string; etag: string; body: () => ReadableStream<Uint8Array> };
+
+/**
+ * A form attachment for download (GET F/attachments/{name}, F/draft/attachments/{name},
+ * F/versions/{v}/attachments/{name}): the uploaded file, or the linked Dataset's entity list,
+ * cut to the viewer's own entities of an `ownerOnly` Dataset unless the viewer may list every
+ * entity of the project (Central's filteredAccessActorId).
+ * @returns an `AttachmentDownload`; the entity list's `etag` is the manifest's hash for this viewer.
+ * @throws 404.1 unknown form, definition or attachment, or nothing uploaded or linked; 403.1 / 401.2
+ *   (form.read or open_form.read; drafts: form.update). Reads only.
+ */
+export async function formAttachmentDownload(ctx: Ctx, projectId: number, xmlFormId: string, which: Which, name: string): Promise<AttachmentDownload> {
+  const target = await getAttachmentTarget(ctx, projectId, xmlFormId, which, name);
+  return downloadOf(ctx, target, await entityFilterActorId(ctx, target.project));
+}
+
+/**
+ * A draft attachment for its Draft Token (GET /v1/test/{token}/…/draft/attachments/{name}), an
+ * entity list unfiltered as in Central. @throws 404.4 bad token; 404.1 nothing there. Reads only.
+ */
+export async function draftAttachmentDownloadByToken(
+  ctx: Ctx, t: { token: string; projectId: number; xmlFormId: string }, name: string,
+): Promise<AttachmentDownload> {
+  return downloadOf(ctx, await draftAttachmentByToken(ctx, t.token, t.projectId, t.xmlFormId, name), null);
+}
+
+async function downloadOf(ctx: Ctx, target: AttachmentTarget, filterActorId: number | null): Promise<AttachmentDownload> {
+  if (target.datasetId == null) return { kind: 'file', file: target.file! };
+  const datasetId = target.datasetId;
+  const hash = (await entityListHashes(ctx, [datasetId], filterActorId)).get(datasetId);
+  if (hash == null) throw problems.user.notFound();
+  const props = (await publishedProperties(ctx, datasetId)).map((p) => p.name);
+  return { kind: 'entities', filename: target.name, etag: hash.hash, body: () => entityListCsv(ctx, datasetId, props, filterActorId) };
+}
+
+/**
+ * The entity list CSV a form consumes: `name,label,__version,<properties>`, one row per live entity
+ * visible to `filterActorId` (all for null), newest first as Central, streamed in batches of 5,000
+ * by keyset (memory bounded by the batch). Reads only.
+ */
+export function entityListCsv(ctx: Ctx, datasetId: number, props: string[], filterActorId: number | null): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  let before: { createdAt: Date; id: number } | null = null;
+  let sentHeader = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!sentHeader) {
+        sentHeader = true;
+        controller.enqueue(enc.encode(csvLine(['name', 'label', '__version', ...props])));
+      }
+      const rows = await ctx.db.select({ uuid: entities.uuid, createdAt: entities.createdAt, id: entities.id, def: entityDefs })
+        .from(entities)
+        .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
+        .where(and(eq(entities.datasetId, datasetId), sql`${entities.deletedAt} is null`, entityVisibleTo(filterActorId),
+          before ? sql`(${entities.createdAt}, ${entities.id}) < (${before.createdAt.toISOString()}::timestamptz, ${before.id})` : undefined))
+        .orderBy(desc(entities.createdAt), desc(entities.id)).limit(5000);
+      if (rows.length === 0) {
+        controller.close();
+        return;
+      }
+      let out = '';
+      for (const r of rows) out += csvLine([r.uuid, r.def.label, String(r.def.version), ...props.map((p) => r.def.data[p] ?? '')]);
+      const last = rows[rows.length - 1]!;
+      before = { createdAt: last.createdAt, id: last.id };
+      controller.enqueue(enc.encode(out));
+    },
+  });
+}
+
+/**
+ * A Dataset's entities as Central's entities.csv: `__id,label,<properties>,__createdAt,__creatorId,
+ * __creatorName,__updates,__updatedAt,__version`, live entities newest first, streamed in batches
+ * of 5,000 by keyset. Rights are the caller's. Reads only.
+ */
+export function entitiesCsvStream(ctx: Ctx, datasetId: number, props: string[]): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  let before: { createdAt: Date; id: number } | null = null;
+  let sentHeader = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!sentHeader) {
+        sentHeader = true;
+        controller.enqueue(enc.encode(csvLine(['__id', 'label', ...props, '__createdAt', '__creatorId', '__creatorName', '__updates', '__updatedAt', '__version'])));
+      }
+      const rows = await ctx.db.select({ e: entities, def: entityDefs, creator: actors.displayName }).from(entities)
+        .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
+        .leftJoin(actors, eq(actors.id, entities.creatorId))
+        .where(and(eq(entities.datasetId, datasetId), isNull(entities.deletedAt),
+          before ? sql`(${entities.createdAt}, ${entities.id}) < (${before.createdAt.toISOString()}::timestamptz, ${before.id})` : undefined))
+        .orderBy(desc(entities.createdAt), desc(entities.id)).limit(5000);
+      if (rows.length === 0) {
+        controller.close();
+        return;
+      }
+      let out = '';
+      for (const r of rows) {
+        out += csvLine([r.e.uuid, r.def.label, ...props.map((p) => r.def.data[p] ?? ''), r.e.createdAt.toISOString(),
+          r.e.creatorId == null ? '' : String(r.e.creatorId), r.creator ?? '', String(r.def.version - 1),
+          r.e.updatedAt ? r.e.updatedAt.toISOString() : '', String(r.def.version)]);
+      }
+      const last = rows[rows.length - 1]!;
+      before = { createdAt: last.e.createdAt, id: last.e.id };
+      controller.enqueue(enc.encode(out));
+    },
+  });
+}
+
+/**
+ * The entities of a deleted Dataset as they were when it was deleted (GET
+ * P/trash/datasets/{datasetId}/entities.csv), named `<name>-deleted.csv`; the Dataset is found by
+ * its id, which only the Trash listing shows.
+ * @throws 404.1 unknown project, or no deleted Dataset of that id in it; 403.1 / 401.2 without
+ *   `entity.list` on the project. Reads only.
+ */
+export async function deletedDatasetEntitiesCsv(ctx: Ctx, projectId: number, datasetId: number): Promise<{ filename: string; body: ReadableStream<Uint8Array> }> {
+  const project = await getProjectOrNotFound(ctx, projectId);
+  await canOrReject(ctx, 'entity.list', projectActee(project));
+  const [dataset] = await ctx.db.select().from(datasets).where(and(eq(datasets.id, datasetId), eq(datasets.projectId, project.id),
+    isNotNull(datasets.deletedAt), isNotNull(datasets.publishedAt)));
+  if (!dataset) throw problems.user.notFound();
+  const props = (await publishedProperties(ctx, dataset.id)).map((p) => p.name);
+  return { filename: `${dataset.name}-deleted.csv`, body: entitiesCsvStream(ctx, dataset.id, props) };
+}
+
+/**
+ * Which entities of a Dataset still exist for the caller (GET D/integrity?id=uuid,uuid): every
+ * entity (or those `ids` named), `deleted` true when deleted or, for an actor cut to its own
+ * entities of an `ownerOnly` Dataset, not its own. Allowed with `entity.list` on the Dataset, or
+ * with read access to an open form that consumes it (an App User or Data Collector on that form).
+ * @returns the integrity XML. @throws 404.1 unknown Dataset; 403.1 neither right. Reads only.
+ */
+export async function entityIntegrity(ctx: Ctx, projectId: number, name: string, ids: string | undefined): Promise<string> {
+  const d = await getDatasetOrNotFound(ctx, projectId, name);
+  const full = await can(ctx, 'entity.list', datasetActee(d));
+  if (!full && !(await readsConsumingForm(ctx, d.dataset.id, d.project.acteeId))) throw problems.user.insufficientRights();
+  const actorId = full ? null : ctx.auth.actor!.id;
+  const wanted = ids == null ? null : ids.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');
+  if (wanted?.length === 0) return renderEntityIntegrity([]);
+  const rows = await ctx.db.select({
+    uuid: entities.uuid,
+    deleted: sql<boolean>`(${entities.deletedAt} is not null or not ${entityVisibleTo(actorId)})`.mapWith(Boolean),
+  }).from(entities)
+    .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
+    .where(and(eq(entities.datasetId, d.dataset.id), wanted ? inArray(entities.uuid, wanted) : undefined))
+    .orderBy(entities.createdAt, entities.id);
+  return renderEntityIntegrity(rows);
+}
+
+/** Whether the actor may read a live, not closed form whose current or draft definition links the Dataset. */
+async function readsConsumingForm(ctx: Ctx, datasetId: number, projectActeeId: string): Promise<boolean> {
+  const actor = ctx.auth.actor;
+  if (actor == null) return false;
+  const rows = await ctx.db.execute(sql`select 1 from form_attachments fa
+    join form_defs fd on fd.id = fa.form_def_id
+    join forms f on f.id = fd.form_id and (fd.id = f.current_def_id or fd.id = f.draft_def_id) and f.deleted_at is null
+    where fa.dataset_id = ${datasetId} and f.state <> 'closed'
+      and exists (select 1 from assignments a join roles r on r.id = a.role_id
+        where a.actor_id = ${actor.id}
+          and (r.verbs @> '["form.read"]'::jsonb or r.verbs @> '["open_form.read"]'::jsonb)
+          and a.actee_id in ('*', 'form', ${projectActeeId}, f.actee_id))
+    limit 1`);
+  const list = Array.isArray(rows) ? rows : (rows as unknown as { rows: unknown[] }).rows;
+  return list.length > 0;
+}
+
