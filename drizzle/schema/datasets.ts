@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { ts } from './_columns';
 import { actees } from './actees';
+import { actorProperties } from './actor-properties';
 import { formDefs } from './form-defs';
 import { projects } from './projects';
 
@@ -57,6 +58,21 @@ export const datasetFormDefs = pgTable('dataset_form_defs', {
 }, (t) => [
   primaryKey({ name: 'dataset_form_defs_pkey', columns: [t.datasetId, t.formDefId] }),
   index('dataset_form_defs_form_def').on(t.formDefId),
+]);
+
+/**
+ * Property-based access filters (Central 2026.x, migration 20260602-01): an actor that may not list
+ * every entity of the project sees only the entities whose `datasetPropertyId` value equals its own
+ * value of `actorPropertyId`; several rules of a Dataset combine with OR.
+ */
+export const datasetAccessFilters = pgTable('dataset_access_filters', {
+  datasetId: integer('dataset_id').notNull().references(() => datasets.id, { onDelete: 'cascade' }),
+  datasetPropertyId: integer('dataset_property_id').notNull().references(() => dsProperties.id, { onDelete: 'cascade' }),
+  actorPropertyId: integer('actor_property_id').notNull().references(() => actorProperties.id, { onDelete: 'cascade' }),
+}, (t) => [
+  primaryKey({ name: 'dataset_access_filters_pkey', columns: [t.datasetPropertyId, t.actorPropertyId] }),
+  index('dataset_access_filters_dataset').on(t.datasetId),
+  index('dataset_access_filters_actor_property').on(t.actorPropertyId),
 ]);
 
 export type DatasetRow = typeof datasets.$inferSelect;
