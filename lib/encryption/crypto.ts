@@ -239,8 +239,12 @@ export class CfbDecipher {
       if (from < to) target.set(chunk.subarray(from - p.length, to - p.length), offset);
     };
     if (this.native) {
-      const input = new Uint8Array(usable);
-      copy(input, 0, 0, usable);
+      let input: Uint8Array;
+      if (p.length === 0) input = chunk.subarray(0, usable);
+      else {
+        input = new Uint8Array(usable);
+        copy(input, 0, 0, usable);
+      }
       const rest = new Uint8Array(total - usable);
       copy(rest, 0, usable, total);
       this.pending = rest;

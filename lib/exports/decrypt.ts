@@ -13,6 +13,18 @@ import type { Decryptor } from '../encryption/decryptor';
 import { parseSubmission } from '../xforms/parse-submission';
 import type { FormField, SubmissionValue } from '../xforms/types';
 
+/**
+ * Runs `fn` over `items` with at most LANES at a time (bounds the buffers and RSA jobs in flight
+ * to a few, whatever the batch size). @returns when all are done.
+ */
+async function inLanes<T>(items: T[], fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(LANES, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  }));
+}
+const LANES = 8;
+
 /** The envelope of one encrypted version, as stored at ingestion. */
 export interface Envelope {
   defId: number;
@@ -29,7 +41,7 @@ export interface Envelope {
 
 /**
  * The envelopes of the given encrypted versions whose keys the decryptor holds. One query; the
- * AES keys are unwrapped in parallel (RSA runs off the main thread on Node).
+ * AES keys are unwrapped a few at a time (RSA runs off the main thread on Node).
  * @returns defId → Envelope. A version whose key does not unwrap (damaged data) is left out
  *   (it then reads as `not decrypted`), and a warning is logged.
  */
@@ -49,7 +61,7 @@ export async function envelopesFor(ctx: Ctx, decryptor: Decryptor, defIds: numbe
     .innerJoin(submissions, eq(submissions.id, submissionDefs.submissionId))
     .innerJoin(formDefs, eq(formDefs.id, submissionDefs.formDefId))
     .where(and(inArray(submissionDefs.id, defIds), eq(submissionDefs.encrypted, true)));
-  await Promise.all(rows.filter((r) => decryptor.canDecrypt(r.keyId)).map(async (r) => {
+  await inLanes(rows.filter((r) => decryptor.canDecrypt(r.keyId)), async (r) => {
     const text = (path: string) => r.values.find((v) => v.path === path)?.value.trim() ?? null;
     try {
       const open = await decryptor.forSubmission({ keyId: r.keyId, instanceId: r.instanceId, base64EncryptedKey: text('/base64EncryptedKey') });
@@ -63,7 +75,7 @@ export async function envelopesFor(ctx: Ctx, decryptor: Decryptor, defIds: numbe
     } catch (err) {
       ctx.log.warn('encrypted submission key does not unwrap', { defId: r.defId, err, requestId: ctx.requestId });
     }
-  }));
+  });
   return out;
 }
 
@@ -116,7 +128,7 @@ export async function decryptValues(
   ctx: Ctx, envelopes: Map<number, Envelope>, formDefIdOf: Map<number, number>, fieldsOf: (formDefId: number) => FormField[] | undefined,
 ): Promise<Map<number, SubmissionValue[]>> {
   const out = new Map<number, SubmissionValue[]>();
-  await Promise.all([...envelopes.values()].map(async (e) => {
+  await inLanes([...envelopes.values()], async (e) => {
     if (!e.open || e.xmlSha == null) return;
     try {
       const xml = await collect(decryptedChunks(ctx, e.xmlSha, e.open(e.mediaFiles.length)));
@@ -125,6 +137,6 @@ export async function decryptValues(
     } catch (err) {
       ctx.log.warn('encrypted submission does not decrypt', { defId: e.defId, err, requestId: ctx.requestId });
     }
-  }));
+  });
   return out;
 }
