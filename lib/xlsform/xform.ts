@@ -135,6 +135,10 @@ function outputText(ctx: Ctx, text: string, where: RefContext): { xml: string; o
     last = sp.end;
   }
   out += escText(text.slice(last));
+  if (!outputs) return { xml: out, outputs };
+  // pyxform writes mixed content with a space before a leading text and after the last child.
+  const children = spans.length + (spans[0]!.start > 0 ? 1 : 0) + spans.slice(1).filter((sp, i) => sp.start > spans[i]!.end).length + (last < text.length ? 1 : 0);
+  if (children > 1) out = `${spans[0]!.start > 0 ? ' ' : ''}${out} `;
   return { xml: out, outputs };
 }
 
@@ -193,8 +197,8 @@ function labelXml(ctx: Ctx, el: Element, where: RefContext): string {
     return `<label ref="jr:itext('${id}')"/>`;
   }
   if (el.label == null) return '';
-  const { xml, outputs } = outputText(ctx, el.label as string, where);
-  return `<label>${outputs ? ` ${xml} ` : xml}</label>`;
+  const { xml } = outputText(ctx, el.label as string, where);
+  return `<label>${xml}</label>`;
 }
 
 function hintXml(ctx: Ctx, el: Element, where: RefContext): string {
@@ -207,8 +211,8 @@ function hintXml(ctx: Ctx, el: Element, where: RefContext): string {
     return `<hint ref="jr:itext('${id}')"/>`;
   }
   if (hint == null) return '';
-  const { xml, outputs } = outputText(ctx, hint, where);
-  return `<hint>${outputs ? ` ${xml} ` : xml}</hint>`;
+  const { xml } = outputText(ctx, hint, where);
+  return `<hint>${xml}</hint>`;
 }
 
 function messageAttr(ctx: Ctx, el: Element, t: Text | undefined, suffix: string): string | undefined {
