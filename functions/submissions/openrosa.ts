@@ -1,4 +1,4 @@
-/** OpenRosa submission: HEAD/POST P/submission and the Draft Token form /v1/test/{token}/…/draft/submission. */
+/** OpenRosa submission: HEAD/POST P/submission, F/draft/submission (signed in) and the Draft Token form /v1/test/{token}/…/draft/submission. */
 import type { Context } from 'hono';
 import { newApp, type AppEnv } from '../../lib/http/app';
 import { projectId, stringParam } from '../../lib/http/params';
@@ -9,7 +9,7 @@ import { problems } from '../../lib/problem';
 import { renderOpenRosaMessage } from '../../lib/xforms/openrosa-xml';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-const submit = async (c: Context<AppEnv, any>, draft: { token: string; xmlFormId: string } | null) => {
+const submit = async (c: Context<AppEnv, any>, draft: { token: string | null; xmlFormId: string } | null) => {
   const { xml, files } = await readOpenRosaMultipart(c);
   await ingestOpenRosaSubmission(c.var.ctx, {
     projectId: projectId(c),
@@ -32,6 +32,9 @@ const preflight = (c: Context<AppEnv, any>) => {
 export const submissionOpenRosaRoutes = newApp()
   .get('/v1/projects/:projectId/submission', preflight)
   .post('/v1/projects/:projectId/submission', (c) => submit(c, null))
+  // A signed-in tester's submission to the form's draft (Central: F/draft/submission).
+  .get('/v1/projects/:projectId/forms/:xmlFormId/draft/submission', preflight)
+  .post('/v1/projects/:projectId/forms/:xmlFormId/draft/submission', (c) => submit(c, { token: null, xmlFormId: stringParam(c, 'xmlFormId') }))
   .get('/v1/test/:token/projects/:projectId/forms/:xmlFormId/draft/submission', preflight)
   .post('/v1/test/:token/projects/:projectId/forms/:xmlFormId/draft/submission', (c) =>
     submit(c, { token: stringParam(c, 'token'), xmlFormId: stringParam(c, 'xmlFormId') }));

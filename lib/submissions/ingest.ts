@@ -35,8 +35,11 @@ export interface OpenRosaSubmission extends ClientInfo {
   /** The submission XML (the xml_submission_file part), byte for byte. */
   xml: Uint8Array;
   files: SubmittedFile[];
-  /** Submitting to the form's draft: through a Draft Token (no actor) or as a signed-in actor. */
-  draft?: { token: string; xmlFormId: string } | null;
+  /**
+   * Submitting to the form's draft: through a Draft Token (`/v1/test/{token}/…`, no actor), or with
+   * `token: null` as a signed-in actor (`F/draft/submission`, Central's test submissions).
+   */
+  draft?: { token: string | null; xmlFormId: string } | null;
 }
 
 export type IngestOutcome = 'created' | 'attachments' | 'edited';
@@ -104,10 +107,18 @@ async function publishedDef(ctx: Ctx, defId: number): Promise<DefRef> {
  * prepared round trip (form, project, verbs, definition id) plus cached fields.
  */
 async function openRosaTarget(ctx: Ctx, input: OpenRosaSubmission, doc: SubmissionDocument): Promise<{ form: FormRow; def: DefRef; draft: boolean }> {
-  if (input.draft) {
+  if (input.draft?.token != null) {
     const { form, draft } = await formByDraftToken(ctx, input.draft.token, input.projectId, input.draft.xmlFormId);
     if (doc.xmlFormId !== form.xmlFormId) throw problems.user.notFound();
     return { form, def: draft, draft: true };
+  }
+  if (input.draft) {
+    // A signed-in tester: the form's draft, with submission.create on the form (401.2 on failure,
+    // as Central's OpenRosa endpoints answer so that Collect asks for credentials).
+    const f = await getFormOrNotFound(ctx, input.projectId, input.draft.xmlFormId);
+    if (f.form.draftDefId == null || doc.xmlFormId !== f.form.xmlFormId) throw problems.user.notFound();
+    if (!(await can(ctx, 'submission.create', formActee(f)))) throw problems.user.authenticationFailed();
+    return { form: f.form, def: await getDefOrNotFound(ctx, f.form.draftDefId), draft: true };
   }
   const target = await submissionTarget(ctx, input.projectId, doc.xmlFormId, doc.version);
   // Central turns a rights failure into 401.2 on OpenRosa submission, so Collect asks for credentials.

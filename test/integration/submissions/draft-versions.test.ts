@@ -43,3 +43,44 @@ describe('draft submissions: audits, diffs, versions', () => {
     expect((await h.get(`${D}/uuid:nope/diffs`, { as: 'bob' })).status).toBe(404);
   });
 });
+
+describe('OpenRosa submission to a draft by a signed-in tester (F/draft/submission)', () => {
+  const multipart = (xml: string) => {
+    const form = new FormData();
+    form.append('xml_submission_file', new Blob([xml], { type: 'text/xml' }), 'submission.xml');
+    return form;
+  };
+
+  test('201 with the OpenRosa response; stored as a draft submission; HEAD preflight 204', async () => {
+    const h = await harness();
+    expect((await h.post(`/v1/projects/${h.projectId}/forms`, { as: 'bob', body: FORM, headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    const url = `/v1/projects/${h.projectId}/forms/trial/draft/submission`;
+    const head = await h.request('HEAD', url, { as: 'bob', headers: { 'X-OpenRosa-Version': '1.0' } });
+    expect(head.status).toBe(204);
+    const base = await h.listen();
+    const res = await fetch(base + url, {
+      method: 'POST', body: multipart(sub('uuid:or1', 'Baraka')),
+      headers: { 'X-OpenRosa-Version': '1.0', Authorization: `Bearer ${(await import('../../fixtures/users')).fixtureUsers.bob.token}` },
+    });
+    expect(res.status).toBe(201);
+    expect(await res.text()).toContain('full submission upload was successful!');
+    const drafts = await json(await h.get(`/v1/projects/${h.projectId}/forms/trial/draft/submissions`, { as: 'bob' }));
+    expect(drafts.map((d: { instanceId: string }) => d.instanceId)).toEqual(['uuid:or1']);
+    expect(await json(await h.get(`/v1/projects/${h.projectId}/forms/trial/submissions`, { as: 'bob' }))).toEqual([]);
+  });
+
+  test('anonymous → 401; chelsea (no rights) → 401 as Central answers OpenRosa; no draft → 404', async () => {
+    const h = await harness();
+    expect((await h.post(`/v1/projects/${h.projectId}/forms`, { as: 'bob', body: FORM, headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    const base = await h.listen();
+    const { fixtureUsers } = await import('../../fixtures/users');
+    const post = (path: string, auth?: string) => fetch(base + path, {
+      method: 'POST', body: multipart(sub('uuid:or2', 'X')),
+      headers: { 'X-OpenRosa-Version': '1.0', ...(auth ? { Authorization: `Bearer ${auth}` } : {}) },
+    });
+    expect((await post(`/v1/projects/${h.projectId}/forms/trial/draft/submission`)).status).toBe(401);
+    expect((await post(`/v1/projects/${h.projectId}/forms/trial/draft/submission`, fixtureUsers.chelsea.token)).status).toBe(401);
+    expect((await h.post(`/v1/projects/${h.projectId}/forms/trial/draft/publish`, { as: 'bob' })).status).toBe(200);
+    expect((await post(`/v1/projects/${h.projectId}/forms/trial/draft/submission`, fixtureUsers.bob.token)).status).toBe(404);
+  });
+});
