@@ -352,9 +352,11 @@ async function updateFromSubmission(
       .where(eq(entityDefSources.id, await source()));
   } else if (branch.branchId != null && conflict !== 'hard') {
     // Central's _interruptedBranch: a version from outside the branch after its trunk version.
-    const others = await tx.db.select({ v: entityDefs.version, b: entityDefs.branchId }).from(entityDefs)
-      .where(eq(entityDefs.entityId, server.entity.id));
-    if (others.some((o) => o.b !== branch.branchId && o.v > (branch.trunkVersion ?? 1))) conflict = 'soft';
+    const [other] = await tx.db.select({ v: entityDefs.version }).from(entityDefs)
+      .where(and(eq(entityDefs.entityId, server.entity.id), sql`${entityDefs.branchId} is distinct from ${branch.branchId}`,
+        sql`${entityDefs.version} > ${branch.trunkVersion ?? 1}`))
+      .limit(1);
+    if (other) conflict = 'soft';
   }
   const { addVersion } = await import('./index');
   const result = await addVersion(tx, server as Current, {

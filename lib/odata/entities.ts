@@ -367,11 +367,18 @@ export async function entityFeed(ctx: Ctx, input: EntityFeedInput): Promise<Read
     where.push(sql`(${entities.createdAt}, ${entities.id}) < (${at.createdAt.toISOString()}::timestamptz, ${at.id})`);
   }
   const whereSql = and(...where)!;
-  const count = q.count ? await countEntities(ctx, countWhere, where.onEntitiesOnly === true) : null;
+  // The count runs beside the page's reads (another pooled connection) and is awaited for the trailer.
+  const counting = q.count ? countEntities(ctx, countWhere, where.onEntitiesOnly === true) : null;
+  counting?.catch(() => {});
+  let count: number | null = null;
   const wanted = q.top ?? Infinity;
   let more = false;
   let lastUuid: string | null = null;
   async function* rows(): AsyncGenerator<{ [k: string]: Json }> {
+    yield* page();
+    if (counting) count = await counting;
+  }
+  async function* page(): AsyncGenerator<{ [k: string]: Json }> {
     let sent = 0;
     let after: { createdAt: string; id: number } | null = null;
     let offset = q.skip;
