@@ -531,16 +531,29 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
     const value = calc != null ? resolve(ctx, calc, { path: target.path, el: target, column: 'calculation', row: target.row }) : undefined;
     setvalues += `<setvalue${attrs([['ref', target.path], ['event', 'xforms-value-changed'], ['value', value]])}/>`;
   }
-  if (isDynamic(el) && nearestRepeat(el.parent)) {
-    setvalues += `<setvalue${attrs([['ref', el.path], ['event', 'odk-new-repeat'], ['value', resolve(ctx, el.defaultValue!, { ...where, column: 'default' })]])}/>`;
-  }
   return `<${tag}${attrs(control)}>${label}${hint}${items}${setvalues}</${tag}>`;
 }
 
+/**
+ * The `odk-new-repeat` setvalues at the end of a repeat's body (pyxform 4.5): the dynamic defaults
+ * of the questions whose nearest repeat it is, in document order, then its entity's new id.
+ */
 function repeatSetvalues(ctx: Ctx, repeat: Element): string {
+  let out = '';
+  const visit = (el: Element) => {
+    for (const c of el.children) {
+      if (c.kind === 'repeat') continue;
+      if (c.kind === 'question' && isDynamic(c)) {
+        const where: RefContext = { path: c.path, el: c, column: 'default', row: c.row };
+        out += `<setvalue${attrs([['ref', c.path], ['event', 'odk-new-repeat'], ['value', resolve(ctx, c.defaultValue!, where)]])}/>`;
+      }
+      visit(c);
+    }
+  };
+  visit(repeat);
   const e = ctx.survey.entity;
-  if (!e || e.repeat !== repeat || e.entityId) return '';
-  return `<setvalue${attrs([['ref', `${repeat.path}/meta/entity/@id`], ['event', 'odk-new-repeat'], ['value', 'uuid()']])}/>`;
+  if (!e || e.repeat !== repeat || e.entityId) return out;
+  return `${out}<setvalue${attrs([['ref', `${repeat.path}/meta/entity/@id`], ['event', 'odk-new-repeat'], ['value', 'uuid()']])}/>`;
 }
 
 function choiceInstance(ctx: Ctx, list: ChoiceList): string {
