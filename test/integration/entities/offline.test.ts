@@ -132,3 +132,32 @@ describe('force-processing the backlog', () => {
     expect((await entity(h)).currentVersion).toMatchObject({ version: 3, baseVersion: 2, branchBaseVersion: 3, data: { status: 'departed' } });
   });
 });
+
+describe('two devices, one household', () => {
+  test('both offline, out of order: applied in branch order, conflict marked, resolved, the list shows the resolved entity', async () => {
+    const h = await harness();
+    await setup(h);
+    const A = 'aaaaaaaa-0000-4123-8234-123456789abc';
+    const B = 'bbbbbbbb-0000-4123-8234-123456789abc';
+    // Device A's second update arrives first (held), then device B's only update, then A's first.
+    await submit(h, update('a2', 2, 'a-second', { branch: A }));
+    await submit(h, update('b1', 1, 'b-first', { branch: B }));
+    expect((await entity(h)).currentVersion).toMatchObject({ version: 2, branchId: B, data: { status: 'b-first' } });
+    await submit(h, update('a1', 1, 'a-first', { branch: A }));
+    const e = await entity(h);
+    expect(e.currentVersion).toMatchObject({ version: 4, baseVersion: 3, branchId: A, branchBaseVersion: 2, data: { status: 'a-second' } });
+    expect(e.conflict).toBe('hard');
+    const versions = await json<Json[]>(await h.get(`${E(h)}/versions`, { as: 'alice' }));
+    expect(versions.map((v) => [v.version, v.branchId, v.data.status ?? null, v.conflict])).toEqual([
+      [1, null, null, null], [2, B, 'b-first', null], [3, A, 'a-first', 'hard'], [4, A, 'a-second', 'soft'],
+    ]);
+    const resolved = await h.patch(`${E(h)}?resolve=true&baseVersion=4`, { as: 'alice' });
+    expect(resolved.status).toBe(200);
+    expect((await entity(h)).conflict).toBeNull();
+    const csv = await (await h.get(`${P(h)}/datasets/people/entities.csv`, { as: 'alice' })).text();
+    expect(csv).toContain(`${UUID},Johnny Doe`);
+    expect(csv).toContain('a-second');
+    const odata = await json<Json>(await h.get(`${P(h)}/datasets/people.svc/Entities?$filter=__id eq '${UUID}'`, { as: 'alice' }));
+    expect(odata.value[0]).toMatchObject({ status: 'a-second', __system: { version: 4, conflict: null } });
+  });
+});
