@@ -110,6 +110,18 @@ function rejectNul(url: string): void {
 }
 
 /**
+ * Central's caching policy for API answers (lib/http/service.js): GET and HEAD may be cached
+ * privately but revalidated on every use (`private, no-cache`; `/v1/sessions/…` never); anything
+ * else never (`no-store`, `Vary: *`). A response that set its own Cache-Control keeps it.
+ */
+function setCachePolicy(c: Context<AppEnv>, path: string): void {
+  if (c.res.headers.has('cache-control')) return;
+  const read = (c.req.method === 'GET' || c.req.method === 'HEAD') && !path.startsWith('/v1/sessions/');
+  c.header('Cache-Control', read ? 'private, no-cache' : 'no-store');
+  c.header('Vary', read ? 'Accept-Encoding, Origin' : '*');
+}
+
+/**
  * Every group app starts here: request id, dependency context, authentication (which builds
  * `ctx.auth`; rights are checked in lib verbs), and Central's error rendering.
  * A group app is a Workers module as it is; Lambda wraps it with hono/aws-lambda.
@@ -140,6 +152,7 @@ export function groupApp() {
       c.res = renderError(err, c); // here, so error responses get the headers below too
     }
     c.header('X-Request-Id', requestId);
+    setCachePolicy(c, path);
     if (c.var.openRosa) {
       for (const [k, v] of Object.entries(openRosaHeaders)) c.header(k, v);
       // The advertised limit is the one enforced (MAX_UPLOAD_BYTES; 100 MB by default, spec rule 3).
