@@ -35,7 +35,9 @@ export async function setPreference(ctx: Ctx, projectId: number | null, name: st
     if (keys.length > 1) {
       throw new Problem(400.33, `Expected properties: (propertyValue). Got (${keys.join(', ')}).`, { expected: ['propertyValue'], actual: keys });
     }
-    const value = (body as { propertyValue: unknown }).propertyValue ?? null;
+    // Sent as JSON text and cast, so every JSON value is stored as itself, a JSON null included
+    // (Central stores `null`; a bound SQL NULL would break the not-null column).
+    const value = sql`${JSON.stringify((body as { propertyValue: unknown }).propertyValue ?? null)}::jsonb`;
     const [found] = await tx.db.select({ id: userPreferences.id }).from(userPreferences).where(where(userId, projectId, name)).for('update');
     if (found) await tx.db.update(userPreferences).set({ propertyValue: value }).where(eq(userPreferences.id, found.id));
     else await tx.db.insert(userPreferences).values({ userId, projectId, propertyName: name, propertyValue: value });

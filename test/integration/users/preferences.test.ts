@@ -11,7 +11,7 @@ test('PUT site and project preferences of every JSON type, read back unchanged',
   const h = await harness();
   const base = await h.listen();
   const headers = { Authorization: `Bearer ${fixtureUsers.bob.token}`, 'Content-Type': 'application/json' };
-  const values: Record<string, unknown> = { whatsNewDismissed: '2026.2', digits: '42', word: 'true', flag: false, n: 3.5, list: ['1', 2], obj: { a: '1' } };
+  const values: Record<string, unknown> = { whatsNewDismissed: '2026.2', digits: '42', word: 'true', flag: false, n: 3.5, list: ['1', 2], obj: { a: '1' }, nothing: null };
   for (const [name, propertyValue] of Object.entries(values)) {
     const res = await fetch(`${base}/v1/user-preferences/site/${name}`, { method: 'PUT', headers, body: JSON.stringify({ propertyValue }) });
     expect(res.status).toBe(200);
