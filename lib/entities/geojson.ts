@@ -31,6 +31,7 @@ export function duckGeometry(text: string): Geometry | null {
 
 const featureJson = (uuid: string, g: Geometry) => `{"type":"Feature","id":${JSON.stringify(uuid)},"properties":null,"geometry":${geometryJson(g)}}`;
 
+/** The query of GET D/entities.geojson as given (Central's parameters). */
 export interface EntitiesGeoJsonInput {
   projectId: number;
   name: string;

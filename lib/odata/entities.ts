@@ -321,6 +321,7 @@ function selectRows(ctx: Ctx, where: SQL, orderBy: SQL[], limit: number, offset:
     .where(where).orderBy(...orderBy).limit(limit).offset(offset) as Promise<EntityODataRow[]>;
 }
 
+/** What GET D.svc/<resource> asks for (functions/entities/odata.ts builds it from the request). */
 export interface EntityFeedInput {
   projectId: number;
   name: string;
