@@ -5,7 +5,7 @@
 import { MEDIA_COLUMNS, parseSheet, pyDict, textOf, type ParsedSheet, type Row, type Text } from './sheets';
 import { XlsFormError, type ConvertOptions, type XlsFormResult } from './types';
 import type { Workbook } from './workbook';
-import { renderXForm } from './xform';
+import { isDynamicDefault, renderXForm } from './xform';
 import { questionType, type TypeInfo } from './types-table';
 import { checkParameterKeys, checkTypeParameters, parseParameters, rangeParameters } from './parameters';
 
@@ -500,8 +500,11 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
       if (el.trigger == null) throw new XlsFormError(`${rowAt(row.row)} For 'background-geopoint' questions, the 'trigger' column must not be empty.`);
       if (el.bind.has('calculate')) throw new XlsFormError(`${rowAt(row.row)} For 'background-geopoint' questions, the 'calculation' column must be empty.`);
     }
-    if (canonical === 'calculate' && !el.bind.has('calculate') && el.defaultValue == null && el.trigger == null) {
+    if (canonical === 'calculate' && !el.bind.has('calculate') && !(el.defaultValue != null && isDynamicDefault(el.defaultValue)) && el.trigger == null) {
       throw new XlsFormError(`${rowAt(row.row)} Missing calculation.`);
+    }
+    if (canonical === 'subscriberid' || canonical === 'simserial') {
+      rowWarnings.push(`${rowAt(row.row)} ${canonical} is no longer supported on most devices. Only old versions of Collect on Android versions older than 11 still support it.`);
     }
     if (canonical === 'image' && !el.parameters.has('max-pixels')) {
       rowWarnings.push(`${rowAt(row.row)} Use the max-pixels parameter to speed up submission sending and save storage space. Learn more: https://xlsform.org/#image`);

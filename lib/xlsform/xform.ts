@@ -229,7 +229,8 @@ function messageAttr(ctx: Ctx, el: Element, t: Text | undefined, suffix: string)
  * `${}` reference, a function call, a predicate, a union or an arithmetic operator. Quoted strings
  * and date/time literals do not count; for dates and geo types a `-` does not count either.
  */
-function isDynamicDefault(value: string, bindType?: string): boolean {
+/** Whether a default is an expression (pyxform's default_is_dynamic). Pure. */
+export function isDynamicDefault(value: string, bindType?: string): boolean {
   const v = value
     .replace(/'[^']*'|"[^"]*"/g, ' ')
     .replace(/\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:?\d{2}|Z)?)?/g, ' ')
@@ -405,6 +406,11 @@ function referenceGeometry(ctx: Ctx, el: Element, value: string): string {
   return `<itemset nodeset="${escAttr(nodeset)}"><value ref="name"/><label ref="${labelRef}"/></itemset>`;
 }
 
+/** A question with neither label nor hint but a calculation or trigger is a model-only field. */
+const modelOnly = (el: Element) =>
+  el.kind === 'question' && el.label == null && el.hint == null && el.guidance == null && el.media.size === 0 && !el.generated &&
+  (el.bind.has('calculate') || el.trigger != null);
+
 /**
  * The question names of a `trigger` cell: one `${name}`, or several separated by commas (spaces
  * and empty items around the commas allowed), as pyxform 4.5 reads it.
@@ -467,13 +473,10 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
   if (el.type === 'select one external') {
     control.push(['query', itemsetNodeset(ctx, el, el.listName!)]);
   }
-  // A question with neither label nor hint but a calculation or trigger is a model-only field.
-  if (el.label == null && el.hint == null && el.guidance == null && el.media.size === 0 && !el.generated && (el.bind.has('calculate') || el.trigger != null)) {
-    return '';
-  }
+  if (modelOnly(el)) return '';
   const label = labelXml(ctx, el, where);
   const hint = hintXml(ctx, el, { ...where, column: 'hint' });
-  if (!label && !hint && !el.generated) {
+  if (((!label && !hint) || (el.label == null && el.hint == null && el.media.size === 0)) && !el.generated && !el.emptyLabel) {
     throw new XlsFormError(`${rowAt(el.row)} The survey element named '${el.name}' has no label or hint.`);
   }
   let items = '';
@@ -639,7 +642,9 @@ export function renderXForm(survey: Survey): string {
     a.path = `${meta.path}/${a.name}`;
     meta.children.push(a);
   }
-  meta.children.push(mk('instanceID', { type: 'string', readonly: 'true()', 'jr:preload': 'uid' }));
+  // omit_instanceID=yes leaves the instanceID out (and the meta group, when nothing else is in it).
+  const omitId = yesNo(s.extra.get('omit_instanceid') ?? s.extra.get('omit_instanceID')) === true;
+  if (!omitId) meta.children.push(mk('instanceID', { type: 'string', readonly: 'true()', 'jr:preload': 'uid' }));
   if (s.instanceName) {
     const n = mk('instanceName', { type: 'string' });
     n.bind.set('calculate', s.instanceName);
@@ -647,7 +652,8 @@ export function renderXForm(survey: Survey): string {
     meta.children.push(n);
   }
   root.children.push(meta);
-  survey.byName.set('instanceID', [meta.children.find((c) => c.name === 'instanceID')!]);
+  const instanceId = meta.children.find((c) => c.name === 'instanceID');
+  if (instanceId) survey.byName.set('instanceID', [instanceId]);
 
   const ctx: Ctx = { survey, itext: new Map(), instances: new Map(), binds: [], meta };
   // Choice lists first (pyxform's translation order), then the survey's elements.
@@ -667,6 +673,11 @@ export function renderXForm(survey: Survey): string {
     if (!el.trigger) continue;
     for (const name of triggerNames(el.trigger, el.row)) {
       const source = survey.byName.get(name)?.[0];
+      if (source && (source.info?.kind === 'model' || modelOnly(source))) {
+        throw new XlsFormError(
+          `The question \${${name}} is not user-visible so it can't be used as a calculation trigger for question \${${el.name}}.`,
+        );
+      }
       if (!source) {
         throw new XlsFormError(
           `${rowAt(el.row)} On the 'survey' sheet, the 'trigger' value is invalid. Reference variables must contain a name from the 'survey' sheet. Could not find the name '${name}'.`,
@@ -691,21 +702,23 @@ export function renderXForm(survey: Survey): string {
   // Primary instance, with the entity element in its meta.
   let inner = root.children.filter((c) => c !== meta).map((c) => instanceXml(ctx, c, 'top', entityXml)).join('');
   const metaInner = (survey.entity && !survey.entity.repeat ? entityXml : '') + meta.children.map((c) => instanceXml(ctx, c, 'top')).join('');
-  inner += `<meta>${metaInner}</meta>`;
+  if (metaInner) inner += `<meta>${metaInner}</meta>`;
   const rootAttrs = attrs([['id', s.id], ['version', s.version]]);
   const primary = `<instance><${root.name}${rootAttrs}>${inner}</${root.name}></instance>`;
 
   if (survey.usesLastSaved) ctx.instances.set('__last-saved', `<instance id="__last-saved" src="jr://instance/last-saved"/>`);
 
   const itext = renderItext(ctx);
+  const clientEditable = yesNo(s.extra.get('client_editable')) === true ? 'true' : undefined;
   const submission =
-    s.submissionUrl || s.publicKey || s.autoSend || s.autoDelete
+    s.submissionUrl || s.publicKey || s.autoSend || s.autoDelete || clientEditable
       ? `<submission${attrs([
           ['action', s.submissionUrl],
           ['base64RsaPublicKey', s.publicKey],
-          ['method', 'post'],
+          ['method', s.submissionUrl ? 'post' : undefined],
           ['orx:auto-send', s.autoSend],
           ['orx:auto-delete', s.autoDelete],
+          ['odk:client-editable', clientEditable],
         ])}/>`
       : '';
   const entitiesVersion = survey.entity ? (survey.entity.repeat ? '2025.1.0' : '2024.1.0') : undefined;
