@@ -27,13 +27,21 @@ export async function entityFilterActorId(ctx: Ctx, project: Pick<ProjectRow, 'a
 }
 
 /**
- * SQL condition on `entities` rows: the entity is visible to `actorId` (always true for `null`).
- * An `ownerOnly` Dataset shows an actor only the entities it created. Pure.
+ * SQL condition on `entities` rows joined with their current `entity_defs` row: the entity is
+ * visible to `actorId` (always true for `null`). An `ownerOnly` Dataset shows an actor only the
+ * entities it created; a Dataset with property rules only those whose value of a rule's property
+ * equals the actor's value of the rule's actor property (any rule; none when the actor has no
+ * value). Pure.
  */
 export function entityVisibleTo(actorId: number | null): SQL {
   if (actorId == null) return sql`true`;
-  return sql`(not exists (select 1 from datasets d where d.id = entities.dataset_id and d.owner_only)
-    or entities.creator_id = ${actorId})`;
+  return sql`((not exists (select 1 from datasets d where d.id = entities.dataset_id and d.owner_only)
+      or entities.creator_id = ${actorId})
+    and (not exists (select 1 from dataset_access_filters f where f.dataset_id = entities.dataset_id)
+      or exists (select 1 from dataset_access_filters f
+        join ds_properties dp on dp.id = f.dataset_property_id
+        join actor_property_values apv on apv.actor_property_id = f.actor_property_id and apv.actor_id = ${actorId}
+        where f.dataset_id = entities.dataset_id and entity_defs.data ->> dp.name = apv.value)))`;
 }
 
 /** What a manifest says of a Dataset-backed attachment. */
@@ -49,7 +57,8 @@ const hex = (s: string) => bytesToHex(md5(new TextEncoder().encode(s)));
 /**
  * The OpenRosa hashes of Datasets' entity lists for one viewer, as Central computes them: the MD5
  * of the newest audit on the Dataset (every entity change and settings change is audited there;
- * its id is hashed too, so two changes within one millisecond still differ);
+ * its id is hashed too, so two changes within one millisecond still differ); for an actor under
+ * property rules, the MD5 of that actor, the rules with its values and the newest audit;
  * for an actor cut to its own entities of an `ownerOnly` Dataset, the MD5 of that actor, the
  * property names, its entity count and its newest entity creation or update, so that another
  * actor's work does not make its devices download again.
@@ -67,6 +76,23 @@ export async function entityListHashes(ctx: Ctx, datasetIds: number[], filterAct
     lastAuditId: sql<number | null>`(select max(a.id) from audits a where a.actee_id = datasets.actee_id)`,
   }).from(datasets).where(inArray(datasets.id, ids));
   const owned = filterActorId == null ? [] : rows.filter((r) => r.ownerOnly).map((r) => r.id);
+  // Property rules with this actor's values (null when unset), in Central's order and key order
+  // (PostgreSQL's jsonb: value, actorProperty, datasetProperty).
+  const ruled = new Map<number, Array<{ value: string | null; actorProperty: string; datasetProperty: string }>>();
+  if (filterActorId != null) {
+    const res = await ctx.db.execute<{ datasetId: number; value: string | null; actorProperty: string; datasetProperty: string }>(sql`
+      select f.dataset_id as "datasetId", apv.value, ap.name as "actorProperty", dp.name as "datasetProperty"
+      from dataset_access_filters f
+      join ds_properties dp on dp.id = f.dataset_property_id
+      join actor_properties ap on ap.id = f.actor_property_id
+      left join actor_property_values apv on apv.actor_property_id = f.actor_property_id and apv.actor_id = ${filterActorId}
+      where f.dataset_id in (${sql.join(ids.map((id) => sql`${id}`), sql`, `)})
+      order by dp.name, ap.name, apv.value`);
+    const list = Array.isArray(res) ? res : (res as unknown as { rows: Array<{ datasetId: number; value: string | null; actorProperty: string; datasetProperty: string }> }).rows;
+    for (const r of list) {
+      ruled.set(Number(r.datasetId), [...(ruled.get(Number(r.datasetId)) ?? []), { value: r.value, actorProperty: r.actorProperty, datasetProperty: r.datasetProperty }]);
+    }
+  }
   const stats = new Map<number, { n: number; last: string | null }>();
   const props = new Map<number, string[]>();
   if (owned.length > 0) {
@@ -88,8 +114,10 @@ export async function entityListHashes(ctx: Ctx, datasetIds: number[], filterAct
         owner: filterActorId, propertyList: props.get(r.id) ?? null, entities: stats.get(r.id)?.n ?? 0,
         latestEntityCreatedOrUpdated: iso(stats.get(r.id)?.last),
       })
-      // Central hashes the newest audit's time only; its id too tells apart two changes in one millisecond.
-      : JSON.stringify({ latestAuditEntry: iso(r.lastAudit), latestAuditId: r.lastAuditId == null ? null : Number(r.lastAuditId) });
+      : filterActorId != null && ruled.has(r.id)
+        ? JSON.stringify({ owner: filterActorId, filterRules: ruled.get(r.id), latestAuditEntry: iso(r.lastAudit) })
+        // Central hashes the newest audit's time only; its id too tells apart two changes in one millisecond.
+        : JSON.stringify({ latestAuditEntry: iso(r.lastAudit), latestAuditId: r.lastAuditId == null ? null : Number(r.lastAuditId) });
     out.set(r.id, { hash: hex(input), type: r.approvalRequired ? 'approvalEntityList' : 'entityList' });
   }
   return out;

@@ -18,6 +18,7 @@ import { Problem, problems } from '../problem';
 import { getProjectOrNotFound, projectActee } from '../projects';
 import { sanitizeOdataIdentifier } from '../xforms/parse-form';
 import type { DatasetDeclaration } from '../xforms/types';
+import { accessRules, readAccessFilter, replaceAccessRules } from './access-filters';
 import { validDatasetName, validPropertyName } from './declarations';
 
 export { checkEntityDeclarations, invalidEntityForm, validDatasetName, validPropertyName } from './declarations';
@@ -322,6 +323,13 @@ export async function getDatasetMetadata(ctx: Ctx, projectId: number, name: stri
   return metadataOf(ctx, d.dataset, extended);
 }
 
+/** `accessFilter` of a Dataset's metadata: ownerOnly, property rules, or left out when neither. */
+async function accessFilterJson(ctx: Ctx, dataset: DatasetRow) {
+  if (dataset.ownerOnly) return { accessFilter: { type: 'ownerOnly' } };
+  const rules = await accessRules(ctx, dataset.id);
+  return rules.length > 0 ? { accessFilter: { type: 'property', rules } } : {};
+}
+
 async function metadataOf(ctx: Ctx, dataset: DatasetRow, extended: boolean) {
   const live = and(isNull(forms.deletedAt), or(eq(formDefs.id, forms.currentDefId), eq(formDefs.id, forms.draftDefId)));
   const formCols = { xmlFormId: forms.xmlFormId, name: sql<string>`coalesce(${formDefs.name}, ${forms.xmlFormId})`, draft: sql<boolean>`${formDefs.id} = ${forms.draftDefId}` };
@@ -361,7 +369,7 @@ async function metadataOf(ctx: Ctx, dataset: DatasetRow, extended: boolean) {
       odataName: sanitizeOdataIdentifier(p.name),
       forms: propForms.filter((f) => f.id === p.id).map((f) => ({ xmlFormId: f.xmlFormId, name: f.name })),
     })),
-    ...(dataset.ownerOnly ? { accessFilter: { type: 'ownerOnly' } } : {}),
+    ...(await accessFilterJson(ctx, dataset)),
   };
 }
 
@@ -416,19 +424,25 @@ function booleanFlags(b: Record<string, unknown>): { approvalRequired?: boolean;
 }
 
 /**
- * Changes a Dataset's settings (PATCH P/datasets/{name} `{ approvalRequired?, ownerOnly? }`,
- * `?convert=true|false`). Turning approval off while submissions wait for approval needs
- * `convert`: `true` makes their entities now (through lib/jobs: `dataset.convert`).
- * @returns the Dataset's metadata. Effects: datasets row; audit `dataset.update`
- *   `{ data: { approvalRequired?, ownerOnly? }, autoConvert }`; a `dataset.convert` job.
- * @throws 404.1; 403.1 without dataset.update; 400.8 bad convert; 400.29 pending submissions.
+ * Changes a Dataset's settings (PATCH P/datasets/{name} `{ approvalRequired?, ownerOnly?,
+ * accessFilter? }`, `?convert=true|false`). Turning approval off while submissions wait for
+ * approval needs `convert`: `true` makes their entities now (through lib/jobs: `dataset.convert`).
+ * `accessFilter` (Central 2026.x) wins over `ownerOnly`: `null` clears every restriction,
+ * `{ type: 'ownerOnly' }`, or `{ type: 'property', rules: [{ datasetProperty, actorProperty }] }`
+ * replacing all rules (lib/datasets/access-filters.ts); legacy `ownerOnly: true` clears the rules.
+ * @returns the Dataset's metadata. Effects: datasets row, dataset_access_filters rows; audit
+ *   `dataset.update` `{ data: { approvalRequired?, ownerOnly?, accessFilter? }, autoConvert }`; a
+ *   `dataset.convert` job.
+ * @throws 404.1; 403.1 without dataset.update; 400.8 bad convert, accessFilter type or rules;
+ *   400.29 pending submissions.
  */
 export async function patchDataset(ctx: Ctx, projectId: number, name: string, body: unknown, convert: string | undefined) {
   const { enqueueJob, withJobs } = await import('../jobs');
   return withJobs(ctx, async (tx) => {
     const d = await getDatasetOrNotFound(tx, projectId, name);
     await canOrReject(tx, 'dataset.update', datasetActee(d));
-    const flags = booleanFlags((body ?? {}) as Record<string, unknown>);
+    const b = (body ?? {}) as Record<string, unknown>;
+    const flags = booleanFlags(b);
     if (convert !== undefined && convert !== 'true' && convert !== 'false') {
       throw problems.user.unexpectedValue({ field: 'convert', value: convert, reason: 'expected true or false' });
     }
@@ -437,9 +451,21 @@ export async function patchDataset(ctx: Ctx, projectId: number, name: string, bo
       if (n > 0) throw pendingSubmissions({ count: n });
     }
     const autoConvert = flags.approvalRequired === false ? convert === 'true' : undefined;
-    if (Object.keys(flags).length === 0) return metadataOf(tx, d.dataset, false);
-    const [row] = await tx.db.update(datasets).set(flags).where(eq(datasets.id, d.dataset.id)).returning();
-    await audit(tx, tx, 'dataset.update', row!.acteeId, { data: flags, autoConvert });
+    const updates: { approvalRequired?: boolean; ownerOnly?: boolean } = {};
+    if (flags.approvalRequired !== undefined) updates.approvalRequired = flags.approvalRequired;
+    const filter = Object.hasOwn(b, 'accessFilter') ? readAccessFilter(b.accessFilter) : null;
+    if (filter != null) {
+      updates.ownerOnly = filter.ownerOnly;
+      await replaceAccessRules(tx, d.dataset.id, filter.rules);
+    } else if (flags.ownerOnly !== undefined) {
+      updates.ownerOnly = flags.ownerOnly;
+      if (flags.ownerOnly) await replaceAccessRules(tx, d.dataset.id, []);
+    }
+    if (Object.keys(updates).length === 0) return metadataOf(tx, d.dataset, false);
+    const [row] = await tx.db.update(datasets).set(updates).where(eq(datasets.id, d.dataset.id)).returning();
+    await audit(tx, tx, 'dataset.update', row!.acteeId, {
+      data: { ...updates, ...(filter != null ? { accessFilter: b.accessFilter } : {}) }, autoConvert,
+    });
     if (autoConvert && d.dataset.approvalRequired) await enqueueJob(tx, 'dataset.convert', { datasetId: row!.id });
     return metadataOf(tx, row!, false);
   });

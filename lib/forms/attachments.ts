@@ -1,8 +1,8 @@
 import { and, eq, notInArray, sql } from 'drizzle-orm';
-import { blobs, formAttachments, formDefs, submissionAttachments, type FormAttachmentRow, type ProjectRow } from '../../drizzle/schema';
+import { blobs, configs, formAttachments, formDefs, submissionAttachments, type FormAttachmentRow, type ProjectRow } from '../../drizzle/schema';
 import { iso } from '../actors';
 import { audit } from '../audits/log';
-import { storeBlob } from '../blobs';
+import { deleteObjectIfUnreferenced, storeBlob } from '../blobs';
 import { withTx, type Ctx } from '../context';
 import { canOrReject } from '../authz/can';
 import { datasetActee, datasetByName } from '../datasets';
@@ -48,7 +48,7 @@ async function attachmentsOf(ctx: Ctx, defId: number): Promise<Joined[]> {
 /** Which definition of a form a request is about. */
 export type Which = { kind: 'published' } | { kind: 'draft' } | { kind: 'version'; version: string };
 
-async function resolveDef(ctx: Ctx, projectId: number, xmlFormId: string, which: Which): Promise<{ f: LoadedForm; defId: number }> {
+async function resolveDef(ctx: Ctx, projectId: number, xmlFormId: string, which: Which, anyVersion = false): Promise<{ f: LoadedForm; defId: number }> {
   if (which.kind === 'version') {
     const { form, project, def } = await getVersion(ctx, projectId, xmlFormId, which.version);
     return { f: { form, project }, defId: def.id };
@@ -58,7 +58,7 @@ async function resolveDef(ctx: Ctx, projectId: number, xmlFormId: string, which:
     await canOnFormOrReject(ctx, 'form.update', f);
     return { f, defId: (await getDefOrNotFound(ctx, f.form.draftDefId)).id };
   }
-  if (f.form.currentDefId == null && f.form.draftDefId != null) {
+  if (anyVersion && f.form.currentDefId == null && f.form.draftDefId != null) {
     // A form never published answers with its draft, which only form.update may see (Central's AnyVersion).
     await canOnFormOrReject(ctx, 'form.update', f);
     return { f, defId: (await getDefOrNotFound(ctx, f.form.draftDefId)).id };
@@ -69,10 +69,11 @@ async function resolveDef(ctx: Ctx, projectId: number, xmlFormId: string, which:
 
 /**
  * Attachments a definition expects, with what is uploaded (GET F/attachments, F/draft/attachments,
- * F/versions/{v}/attachments). @throws 404.1; 403.1 (form.read or open_form.read; drafts: form.update).
+ * F/versions/{v}/attachments); F/attachments of a form never published lists its draft's.
+ * @throws 404.1; 403.1 (form.read or open_form.read; drafts: form.update).
  */
 export async function listAttachments(ctx: Ctx, projectId: number, xmlFormId: string, which: Which): Promise<AttachmentJson[]> {
-  const { defId } = await resolveDef(ctx, projectId, xmlFormId, which);
+  const { defId } = await resolveDef(ctx, projectId, xmlFormId, which, true);
   return (await attachmentsOf(ctx, defId)).map(attachmentJson);
 }
 
@@ -127,7 +128,7 @@ export interface AttachmentTarget {
  *   403.1 / 401.2 (form.read or open_form.read; drafts: form.update). Reads only.
  */
 export async function getAttachmentTarget(ctx: Ctx, projectId: number, xmlFormId: string, which: Which, name: string): Promise<AttachmentTarget> {
-  const { f, defId } = await resolveDef(ctx, projectId, xmlFormId, which);
+  const { f, defId } = await resolveDef(ctx, projectId, xmlFormId, which, true);
   return targetOf(ctx, f.project, defId, name);
 }
 
@@ -249,19 +250,25 @@ export async function linkDraftAttachment(
 
 /**
  * Deletes blobs no row refers to any more (after a purge), from the database and the store.
- * Form attachments, form definitions (their XLSForm spreadsheet) and submission attachments refer
- * to blobs: every table that later references `blobs` must be added here, or a purge would delete
- * its files.
+ * Form attachments, form definitions (their XLSForm spreadsheet), submission attachments and the
+ * server's config (logo, hero image) refer to blobs: every table that later references `blobs`
+ * must be added here, or a purge would fail on its foreign key. Store objects are deleted through
+ * lib/blobs deleteObjectIfUnreferenced, so an upload of the same bytes racing the purge keeps them.
  * @returns how many. Effects: deletes blobs rows and store objects.
  */
 export async function deleteUnreferencedBlobs(ctx: Ctx): Promise<number> {
   const usedByForms = ctx.db.select({ id: formAttachments.blobId }).from(formAttachments).where(sql`${formAttachments.blobId} is not null`);
   const usedByDefs = ctx.db.select({ id: formDefs.xlsBlobId }).from(formDefs).where(sql`${formDefs.xlsBlobId} is not null`);
   const usedBySubmissions = ctx.db.select({ id: submissionAttachments.blobId }).from(submissionAttachments).where(sql`${submissionAttachments.blobId} is not null`);
+  const usedByConfig = ctx.db.select({ id: configs.blobId }).from(configs).where(sql`${configs.blobId} is not null`);
   const gone = await ctx.db
     .delete(blobs)
-    .where(and(notInArray(blobs.id, usedByForms), notInArray(blobs.id, usedByDefs), notInArray(blobs.id, usedBySubmissions)))
+    .where(and(
+      notInArray(blobs.id, usedByForms), notInArray(blobs.id, usedByDefs), notInArray(blobs.id, usedBySubmissions), notInArray(blobs.id, usedByConfig),
+    ))
     .returning({ sha: blobs.sha });
-  for (const b of gone) await ctx.blobs.delete(b.sha);
+  // Outside the delete's transaction, and never under a concurrent upload of the same bytes.
+  const root = ctx.tx?.root ?? ctx.db;
+  for (const b of gone) await deleteObjectIfUnreferenced(root, ctx.blobs, b.sha);
   return gone.length;
 }

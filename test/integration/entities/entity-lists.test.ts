@@ -239,6 +239,50 @@ describe('Entity lists on devices', () => {
   });
 });
 
+describe('Property-based access filters', () => {
+  test('PATCH accessFilter sets, shows, audits and clears rules; an App User sees only matching entities', async () => {
+    const h = await harness();
+    await upload(h, 'simpleEntity');
+    expect((await h.post(`${D(h)}/properties`, { as: 'alice', body: { name: 'region' } })).status).toBe(200);
+    expect((await h.post(`${P(h)}/actor-properties`, { as: 'alice', body: { name: 'region' } })).status).toBe(200);
+    await entity(h, A, 'North', 'alice', { region: 'north' });
+    await entity(h, B, 'South', 'alice', { region: 'south' });
+    await upload(h, 'consumeDatasets');
+    const appUser = await json<Json>(await h.post(`${P(h)}/app-users`, { as: 'bob', body: { displayName: 'Tablet' } }));
+    const key: As = { key: appUser.token };
+    await h.post(`${F(h)}/assignments/app-user/${appUser.id}`, { as: 'bob' });
+    expect((await h.patch(`${P(h)}/app-users/${appUser.id}`, { as: 'alice', body: { properties: { region: 'north' } } })).status).toBe(200);
+
+    const rules = [{ datasetProperty: 'region', actorProperty: 'region' }];
+    const patched = await json<Json>(await h.patch(D(h), { as: 'bob', body: { accessFilter: { type: 'property', rules: [...rules, ...rules] } } }));
+    expect(patched.accessFilter).toEqual({ type: 'property', rules });
+    expect((await h.audits()).filter((a) => a.action === 'dataset.update').at(-1)?.details)
+      .toEqual({ data: { ownerOnly: false, accessFilter: { type: 'property', rules: [...rules, ...rules] } } });
+    const csv = await (await h.get(`${F(h)}/attachments/people.csv`, { as: key })).text();
+    expect(csv).toBe(`name,label,__version,first_name,age,region\n${A},North,1,,,north\n`);
+    expect((await (await h.get(`${F(h)}/attachments/people.csv`, { as: 'bob' })).text()).split('\n')).toHaveLength(4);
+    const integrity = await (await h.get(`${D(h)}/integrity`, { as: key, headers: OR })).text();
+    expect(integrity).toContain(`<entity id="${B}">\n        <deleted>true</deleted>`);
+    const hash = mediaFile(await manifestOf(h, key), 'people.csv')!.hash;
+    expect(hash).not.toBe(mediaFile(await manifestOf(h, 'bob'), 'people.csv')!.hash);
+    // The App User's own value changes its list and its hash.
+    await h.patch(`${P(h)}/app-users/${appUser.id}`, { as: 'alice', body: { properties: { region: 'south' } } });
+    expect(mediaFile(await manifestOf(h, key), 'people.csv')!.hash).not.toBe(hash);
+    expect(await (await h.get(`${F(h)}/attachments/people.csv`, { as: key })).text()).toContain(`${B},South`);
+
+    for (const bad of [{ type: 'property', rules: [] }, { type: 'property', rules: [{ datasetProperty: 'region' }] }, { type: 'nope' }]) {
+      expect(await json(await h.patch(D(h), { as: 'bob', body: { accessFilter: bad } }))).toMatchObject({ code: 400.8 });
+    }
+    const viewer = await userWithRole(h, 'viewer', 'viewer@example.org');
+    expect((await h.patch(D(h), { as: viewer, body: { accessFilter: null } })).status).toBe(403);
+    const cleared = await json<Json>(await h.patch(D(h), { as: 'bob', body: { accessFilter: null } }));
+    expect(cleared.accessFilter).toBeUndefined();
+    expect((await (await h.get(`${F(h)}/attachments/people.csv`, { as: key })).text()).split('\n')).toHaveLength(4);
+    const owner = await json<Json>(await h.patch(D(h), { as: 'bob', body: { accessFilter: { type: 'ownerOnly' } } }));
+    expect(owner).toMatchObject({ ownerOnly: true, accessFilter: { type: 'ownerOnly' } });
+  });
+});
+
 describe('Deleting Datasets', () => {
   test('409.21 while forms depend on it; DELETE, the Trash list and CSV, the name freed, purge', async () => {
     const h = await harness();
