@@ -39,7 +39,7 @@ export async function formScope(ctx: Ctx, projectId: number, xmlFormId: string):
 
 /**
  * Assignments in a scope (GET /v1/assignments, P/assignments, F/assignments).
- * @returns `[{ actorId, roleId }]`, or extended `[{ actor, roleId }]`. @throws 403.1 without assignment.list.
+ * @returns `[{ actorId, roleId }]`, or extended `[{ actorId, roleId, actor }]` (Central's key order). @throws 403.1 without assignment.list.
  */
 export async function listAssignments(ctx: Ctx, scope: Scope, extended: boolean): Promise<Array<Record<string, unknown>>> {
   await canOrReject(ctx, 'assignment.list', scope.actee);
@@ -49,7 +49,7 @@ export async function listAssignments(ctx: Ctx, scope: Scope, extended: boolean)
     .innerJoin(actors, eq(actors.id, assignments.actorId))
     .where(and(eq(assignments.acteeId, scope.acteeId), isNull(actors.deletedAt)))
     .orderBy(asc(assignments.actorId), asc(assignments.roleId));
-  return rows.map((r) => (extended ? { actor: actorJson(r.actor), roleId: r.a.roleId } : { actorId: r.a.actorId, roleId: r.a.roleId }));
+  return rows.map((r) => (extended ? { actorId: r.a.actorId, roleId: r.a.roleId, actor: actorJson(r.actor) } : { actorId: r.a.actorId, roleId: r.a.roleId }));
 }
 
 /**

@@ -62,7 +62,7 @@ describe('GET P/assignments', () => {
     expect(res.status).toBe(200);
     const body = await json<Array<{ actor: Record<string, unknown>; roleId: number }>>(res);
     expect(body).toHaveLength(1);
-    expect(Object.keys(body[0]!)).toEqual(['actor', 'roleId']);
+    expect(Object.keys(body[0]!)).toEqual(['actorId', 'roleId', 'actor']);
     expect(Object.keys(body[0]!.actor)).toEqual(ACTOR_KEYS);
     expect(body[0]).toMatchObject({ actor: { id: h.ids.bob, type: 'user', displayName: 'bob' }, roleId: await roleId(h, 'manager') });
   });
@@ -316,7 +316,8 @@ describe('form assignments', () => {
     const formExt = await json<Array<{ actor: Record<string, unknown>; roleId: number }>>(
       await h.get(`${P}/forms/simple/assignments`, { as: 'bob', ...X }),
     );
-    expect(formExt).toEqual([{ actor: expect.objectContaining({ id: au.id, type: 'field_key' }), roleId: appUserRole }]);
+    expect(formExt).toEqual([{ actorId: au.id, roleId: appUserRole, actor: expect.objectContaining({ id: au.id, type: 'field_key' }) }]);
+    expect(Object.keys(formExt[0]!)).toEqual(['actorId', 'roleId', 'actor']);
 
     const byRole = await h.get(`${P}/forms/simple/assignments/app-user`, { as: 'bob' });
     expect(byRole.status).toBe(200);

@@ -33,7 +33,7 @@ describe('GET /v1/assignments', () => {
     expect(res.status).toBe(200);
     const body = await json<Array<{ actor: Record<string, unknown>; roleId: number }>>(res);
     expect(body).toHaveLength(1);
-    expect(Object.keys(body[0]!)).toEqual(['actor', 'roleId']);
+    expect(Object.keys(body[0]!)).toEqual(['actorId', 'roleId', 'actor']);
     expect(body[0]!.roleId).toBe(admin);
     expect(Object.keys(body[0]!.actor)).toEqual(ACTOR_KEYS);
     expect(body[0]!.actor).toMatchObject({ id: h.ids.alice, type: 'user', displayName: 'alice', deletedAt: null });
