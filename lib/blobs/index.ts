@@ -44,10 +44,11 @@ export async function storeBlob(ctx: Ctx, bytes: Uint8Array, contentType?: strin
  * concurrent storer's insert then waits on the unique index until the object is gone and the claim
  * removed, and writes the object itself; and if a row exists, or the storer it waited on commits
  * one, the insert claims nothing and the object stays. (PGlite runs one transaction at a time.)
+ * Used by storeBlob's rollback hook, the orphan sweep and the purge (lib/forms/attachments.ts).
  * @param db the database outside any transaction. @returns whether the object was deleted.
  * Effects: deletes the store object; the claim row never outlives the transaction.
  */
-async function deleteObjectIfUnreferenced(db: Db, store: BlobStore, sha: string): Promise<boolean> {
+export async function deleteObjectIfUnreferenced(db: Db, store: BlobStore, sha: string): Promise<boolean> {
   return db.transaction(async (tx) => {
     const claimed = await tx.insert(blobs).values({ sha, md5: '', size: 0 })
       .onConflictDoNothing({ target: blobs.sha }).returning({ id: blobs.id });

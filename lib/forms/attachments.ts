@@ -3,7 +3,7 @@ import { blobs, configs, formAttachments, formDefs, submissionAttachments, type 
 import { iso } from '../actors';
 import { audit } from '../audits/log';
 import { deleteObjectIfUnreferenced, storeBlob } from '../blobs';
-import { withTx, type Ctx } from '../context';
+import { onCommit, withTx, type Ctx } from '../context';
 import { canOrReject } from '../authz/can';
 import { datasetActee, datasetByName } from '../datasets';
 import { Problem, problems } from '../problem';
@@ -267,8 +267,16 @@ export async function deleteUnreferencedBlobs(ctx: Ctx): Promise<number> {
       notInArray(blobs.id, usedByForms), notInArray(blobs.id, usedByDefs), notInArray(blobs.id, usedBySubmissions), notInArray(blobs.id, usedByConfig),
     ))
     .returning({ sha: blobs.sha });
-  // Outside the delete's transaction, and never under a concurrent upload of the same bytes.
+  // Once the rows are gone for good (inside a transaction: after its commit, else its own claim
+  // would wait on it), and never under a concurrent upload of the same bytes.
   const root = ctx.tx?.root ?? ctx.db;
-  for (const b of gone) await deleteObjectIfUnreferenced(root, ctx.blobs, b.sha);
+  const deleteObjects = async () => {
+    for (const b of gone) await deleteObjectIfUnreferenced(root, ctx.blobs, b.sha);
+  };
+  if (ctx.tx) {
+    onCommit(ctx, () => void deleteObjects().catch((err: unknown) => ctx.log.error('blob purge failed', { err, requestId: ctx.requestId })));
+  } else {
+    await deleteObjects();
+  }
   return gone.length;
 }
