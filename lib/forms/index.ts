@@ -275,8 +275,7 @@ export async function getDraftFields(ctx: Ctx, projectId: number, xmlFormId: str
  * Effects: new draft definition (the previous draft and its test submissions are deleted); for a
  *   spreadsheet its blob and itemsets.csv; audit `form.update.draft.set` or `form.update.draft.replace`.
  * @throws 404.1; 403.1 without form.update; 400.x parse errors; 400.6 a malformed fallback
- *   header; 400.8 a different xmlFormId; 400.15 the spreadsheet does not convert; 400.16; 400.17;
- *   400.27 no meta group.
+ *   header; 400.8 a different xmlFormId; 400.15 the spreadsheet does not convert; 400.16; 400.17.
  */
 export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, input: UploadInput): Promise<void> {
   const copy = input.body.byteLength === 0 && (input.contentType == null || input.contentType === '');
@@ -302,7 +301,8 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
     if (p.xmlFormId !== f.form.xmlFormId) {
       throw problems.user.unexpectedValue({ field: 'xmlFormId', value: p.xmlFormId, reason: 'did not match the form ID in the URL' });
     }
-    if (!p.hasMeta) throw problems.form.missingMeta();
+    // No meta check here: Central checks it only when a form is created (a later version may drop
+    // meta, e.g. to stop writing entities).
     const earlier = await tx.db.select({ fields: formDefs.fields }).from(formDefs).where(and(eq(formDefs.formId, f.form.id), isNotNull(formDefs.publishedAt)));
     checkFieldTypes(earlier.map((d) => d.fields), p.fields);
     const removed = removedFields(published?.fields ?? null, p.fields);
@@ -388,7 +388,7 @@ const versionFromUrl = (v: string) => (v === '___' ? '' : v);
  */
 export async function listVersions(ctx: Ctx, projectId: number, xmlFormId: string, extended: boolean) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
-  await canOnFormOrReject(ctx, 'form.read', f);
+  await canReadFormOrReject(ctx, f);
   const defs = await publishedDefs(ctx, f.form.id);
   if (!extended) return defs.map((d) => formJson(f.form, d));
   const out = [];
