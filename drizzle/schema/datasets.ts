@@ -28,15 +28,19 @@ export const datasets = pgTable('datasets', {
   uniqueIndex('datasets_project_name_live').on(t.projectId, t.name).where(sql`${t.deletedAt} is null`),
 ]);
 
-/** A property of a Dataset; `publishedAt` null while only a draft form defines it. */
+/**
+ * A property of a Dataset; `publishedAt` null while only a draft form defines it; `deletedAt` set
+ * when deleted through the API (DELETE D/properties/{name}), which frees its name.
+ */
 export const dsProperties = pgTable('ds_properties', {
   id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
   datasetId: integer('dataset_id').notNull().references(() => datasets.id),
   name: text('name').notNull(),
   createdAt: ts('created_at').notNull().defaultNow(),
   publishedAt: ts('published_at'),
+  deletedAt: ts('deleted_at'),
 }, (t) => [
-  uniqueIndex('ds_properties_dataset_name').on(t.datasetId, t.name),
+  uniqueIndex('ds_properties_dataset_name').on(t.datasetId, t.name).where(sql`${t.deletedAt} is null`),
 ]);
 
 /** Which field of which form definition saves to a property (`entities:saveto`). */
