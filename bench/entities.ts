@@ -11,7 +11,8 @@
  *   property $filter  GET D.svc/Entities?$filter=first_name eq '<a name 1 entity in 1,000 has>'&$top=1000
  *                     (each OData case: BENCH_RUNS (20) timed requests after 2 warm-ups; target p95 < 250 ms)
  *   offline backlog   BENCH_OFFLINE (1,000) updates of one branch submitted last first (all held), then
- *                     the first: the time until every one is applied, in branch order (checked)
+ *                     the first: the time until every one is applied, in branch order (checked), by
+ *                     that request's jobs and one drain (lib/jobs), and how long the request took
  * Prints each figure with its ratio to the target (≥ 1 meets it for rates, ≤ 1 for latencies).
  *
  * Runs on DATABASE_URL when set (use a fresh database), else PGlite in memory (the targets are
@@ -29,6 +30,8 @@ import { join } from 'node:path';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { entities, entityDefs, entitySubmissionBacklog } from '../drizzle/schema';
 import { localApp } from '../infra/local/app';
+import '../lib/entities';
+import { drainJobs } from '../lib/jobs';
 import { systemCtx } from '../lib/context';
 import { createLogger } from '../lib/log';
 import { encodeSkiptoken } from '../lib/odata/query';
@@ -149,13 +152,17 @@ await timed('OData prop $filter', `${svc}?$filter=${encodeURIComponent("first_na
   const held = (await database.db.select({ id: entitySubmissionBacklog.id }).from(entitySubmissionBacklog)).length;
   const start = performance.now();
   await sub(1);
+  const inRequest = (performance.now() - start) / 1000;
+  // The request runs the chain for a bounded time; the drain (the server's sweep) runs the rest.
+  await drainJobs(ctx);
   const s = (performance.now() - start) / 1000;
   const [e] = await database.db.select({ id: entities.id }).from(entities).where(eq(entities.uuid, uuid));
   const defs = await database.db.select({ v: entityDefs.version, b: entityDefs.branchBaseVersion, status: entityDefs.data }).from(entityDefs)
     .where(and(eq(entityDefs.entityId, e!.id))).orderBy(asc(entityDefs.version));
   const inOrder = defs.length === OFFLINE + 1 && defs.slice(1).every((d, i) => d.b === i + 1 && d.status.status === `s${i + 1}`);
   if (!inOrder) throw new Error(`offline: ${defs.length} versions, not in branch order`);
-  report('offline backlog', `${OFFLINE} updates (${held} held) applied in ${s.toFixed(2)} s`, 1, `${Math.round(OFFLINE / s)} updates/s, in branch order`);
+  report('offline backlog', `${OFFLINE} updates (${held} held) applied in ${s.toFixed(2)} s`, 1,
+    `${Math.round(OFFLINE / s)} updates/s, in branch order; the submitting request answered in ${inRequest.toFixed(2)} s`);
 }
 
 console.log(`\nload ${loadavg()[0]!.toFixed(2)}\n${rows.join('\n')}`);

@@ -21,6 +21,9 @@ const handlers = new Map<string, JobHandler>();
 /** Jobs enqueued in each open transaction (keyed by its state object), for `withJobs`. */
 const enqueued = new WeakMap<object, number[]>();
 
+/** How long a request keeps running the jobs its own jobs enqueued (the rest is left to the drain). */
+const IN_REQUEST_FOLLOW_UP_MS = 2000;
+
 /** Attempts before a job that keeps failing is given up (marked done with its last error). */
 const MAX_ATTEMPTS = 3;
 
@@ -64,7 +67,9 @@ export async function withJobs<T>(ctx: Ctx, fn: (tx: Ctx) => Promise<T>): Promis
     ids = (tx.tx && enqueued.get(tx.tx)) ?? [];
     return out;
   });
-  if (ids.length > 0) await runJobs(ctx, ids);
+  // In the request, a chain of follow-up jobs (a long offline branch arriving in reverse) runs for a
+  // bounded time; the scheduled drain finishes it, so a device's request never waits for all of it.
+  if (ids.length > 0) await runJobs(ctx, ids, undefined, { followUpMs: IN_REQUEST_FOLLOW_UP_MS });
   return result;
 }
 
@@ -74,11 +79,13 @@ export async function withJobs<T>(ctx: Ctx, fn: (tx: Ctx) => Promise<T>): Promis
  * one job twice. A handler error rolls back its work and counts an attempt; after three the job is
  * marked done with its error. Jobs without a handler here are left pending. Jobs a handler
  * enqueues (a held offline update requeued by the one before it) run next, in this same call, so
- * a chain of them completes in one run.
+ * a chain of them completes in one run, or, with `opts.followUpMs`, only those started within that
+ * many milliseconds (the others stay pending for the drain).
  * @returns how many jobs completed. Effects: the handlers'; `jobs` rows updated.
  */
-export async function runJobs(ctx: Ctx, ids?: number[], limit = 100): Promise<number> {
+export async function runJobs(ctx: Ctx, ids?: number[], limit = 100, opts: { followUpMs?: number } = {}): Promise<number> {
   const root: Ctx = { ...ctx, tx: undefined };
+  const started = Date.now();
   const candidates = ids ? [...ids] : (await root.db
     .select({ id: jobs.id })
     .from(jobs)
@@ -109,7 +116,7 @@ export async function runJobs(ctx: Ctx, ids?: number[], limit = 100): Promise<nu
     }
     if (ran) {
       done += 1;
-      candidates.push(...followUps);
+      if (opts.followUpMs == null || Date.now() - started < opts.followUpMs) candidates.push(...followUps);
     }
     if (failure != null) {
       ctx.log.error('job failed', { err: failure, jobId: id, requestId: ctx.requestId });
