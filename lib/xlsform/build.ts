@@ -132,6 +132,11 @@ function readSettings(book: Workbook, fallback: string | null | undefined, formN
   const parsed = sheet ? parseSheet(sheet, 'settings', 'default') : null;
   const v = parsed?.rows[0]?.values ?? new Map<string, string>();
   const id = v.get('form_id') ?? fallback ?? null;
+  const sheetName = v.get('name');
+  if (sheetName != null && !NAME_RE.test(sheetName)) {
+    throw new XlsFormError(`[row : 1] On the 'settings' sheet, the 'name' value is invalid. ${NAMES_008}`);
+  }
+  if (sheetName == null && formName != null && !NAME_RE.test(formName)) throw new XlsFormError(`The 'form_name' value is invalid. ${NAMES_008}`);
   if (!id) {
     throw new XlsFormError(
       "The form has no form_id on its settings sheet, and no X-XlsForm-FormId-Fallback header was given. Please add a form_id setting.",
@@ -474,6 +479,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
         if (!lists.has(arg!)) throw new XlsFormError(`${rowAt(row.row)} List name not in choices sheet: ${arg}`);
       }
       if (orOther) {
+        if (el.choiceFilter) throw new XlsFormError(`${rowAt(row.row)} Choice filter not supported with or_other.`);
         el.orOther = true;
         // pyxform warns when or_other meets translations: the generated 'Other' is untranslated.
         if (isTranslated(el.label) || lists.get(arg!)?.itext) usesTranslatedOrOther = true;

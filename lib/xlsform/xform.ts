@@ -37,6 +37,8 @@ interface RefContext {
   column: string;
   row: number;
   useCurrent?: boolean;
+  /** The sheet the expression comes from, for messages ('survey' unless said). */
+  sheet?: string;
 }
 
 /** Replaces `${name}` with the node's path, as pyxform does (absolute, or relative inside a shared repeat). */
@@ -48,7 +50,7 @@ function resolve(ctx: Ctx, expr: string, where: RefContext, asOutput = false): s
     const targets = ctx.survey.byName.get(name);
     if (!targets || targets.length === 0) {
       throw new XlsFormError(
-        `${rowAt(where.row)} On the 'survey' sheet, the '${where.column}' value is invalid. Reference variables must contain a name from the 'survey' sheet. Could not find the name '${name}'.`,
+        `${rowAt(where.row)} On the '${where.sheet ?? 'survey'}' sheet, the '${where.column}' value is invalid. Reference variables must contain a name from the 'survey' sheet. Could not find the name '${name}'.`,
       );
     }
     if (targets.length > 1) {
@@ -439,7 +441,7 @@ function triggerNames(value: string, row: number): string[] {
 }
 
 function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): string {
-  const where: RefContext = { path: el.path, el, column: 'label', row: el.row };
+  const where: RefContext = { path: el.path, el, column: el.original.get('label') ?? 'label', row: el.row };
   if (el.kind === 'group' || el.kind === 'repeat') {
     const label = el.label != null || el.media.size > 0 ? labelXml(ctx, el, where) : '';
     const inner = el.children.map((c) => bodyXml(ctx, c, triggers)).join('');
@@ -565,8 +567,13 @@ function choiceInstance(ctx: Ctx, list: ChoiceList): string {
     if (list.itext) {
       const id = `${list.name}-${i}`;
       inner += `<itextId>${escText(id)}</itextId>`;
-      const where: RefContext = { path: ctx.survey.root.path, el: ctx.survey.root, column: 'label', row: c.row };
-      if (c.label != null) for (const [lang, v] of perLanguage(ctx, c.label)) addText(ctx, lang, id, outputText(ctx, v, where).xml);
+      const where: RefContext = { path: ctx.survey.root.path, el: ctx.survey.root, column: 'label', row: c.row, sheet: 'choices' };
+      if (c.label != null) {
+        for (const [lang, v] of perLanguage(ctx, c.label)) {
+          const column = typeof c.label === 'string' || lang === 'default' ? 'label' : `label::${lang}`;
+          addText(ctx, lang, id, outputText(ctx, v, { ...where, column }).xml);
+        }
+      }
       for (const [col, t] of c.media) for (const [lang, v] of perLanguage(ctx, t)) addText(ctx, lang, id, escText(`${MEDIA_PREFIX[col]}${v}`), col);
       inner += `<name>${escText(c.name)}</name>`;
     } else {
