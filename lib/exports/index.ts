@@ -20,6 +20,7 @@ import { compileODataFilter, type FilterField } from './filter';
 import { csvLine, repeatRows } from './rows';
 import { cell, exportTables, selectTokens, type ExportOptions, type ExportTable } from './tables';
 import { zipStream, type ZipEntry } from './zip';
+import { mediaEntryName } from './media-name';
 import { loadDecryptor, type Decryptor } from '../encryption/decryptor';
 import { decryptedChunks, decryptValues, envelopesFor } from './decrypt';
 import { rootCells } from './rows';
@@ -215,12 +216,14 @@ async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
       const envelope = envelopes.get(defId);
       for (const f of (byDef.get(defId) ?? []).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
         if (!envelope) {
-          yield { name: `media/${f.name}`, level: 1, data: blobChunks(ctx, f.sha) };
+          const entry = mediaEntryName(f.name);
+          if (entry) yield { name: entry, level: 1, data: blobChunks(ctx, f.sha) };
           continue;
         }
         const index = envelope.mediaFiles.indexOf(f.name);
         if (index < 0 || f.name === envelope.xmlFile || f.name === CLIENT_AUDIT_ENC || !envelope.open) continue;
-        yield { name: `media/${f.name.replace(/\.enc$/, '')}`, level: 1, data: decryptedChunks(ctx, f.sha, envelope.open(index)) };
+        const entry = mediaEntryName(f.name.replace(/\.enc$/, ''));
+        if (entry) yield { name: entry, level: 1, data: decryptedChunks(ctx, f.sha, envelope.open(index)) };
       }
     }
   }

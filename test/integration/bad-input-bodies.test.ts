@@ -14,6 +14,7 @@ import { MAX_XML_DEPTH } from '../../lib/xforms/xml-tree';
 import { COLLECT, jpeg, multipart, PHOTOS_FORM, PHOTOS_FORM_ID, photosSubmission } from '../helpers/collect';
 import { fixtureUsers } from '../fixtures/users';
 import { harness, json, type Harness } from '../helpers/harness';
+import { readZip } from './exports/helpers';
 
 const MB = 1024 * 1024;
 const XLSX = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
@@ -294,6 +295,26 @@ describe('invalid UTF-8: refused with a 400, never stored with U+FFFD', () => {
     expect(text.status).toBe(400);
     expect(await text.text()).toContain('as submission xml');
     expect(await stored(h)).toEqual(before);
+  });
+});
+
+describe('file names from submission XML', () => {
+  test('an attachment named ../../evil.jpg is stored by name but exported inside media/ (sanitized as Central)', async () => {
+    const h = await harness();
+    const { photos } = await world(h);
+    const sub = await h.post(`${photos}/submissions`, {
+      as: 'alice', headers: { 'Content-Type': 'application/xml' }, body: photosSubmission({ instanceId: 'uuid:slip', site: 'A', front: '../../evil.jpg' }),
+    });
+    expect(sub.status).toBe(200);
+    const att = await h.post(`${photos}/submissions/uuid:slip/attachments/..%2F..%2Fevil.jpg`, {
+      as: 'alice', body: jpeg(7, 512), headers: { 'Content-Type': 'image/jpeg' },
+    });
+    expect(att.status).toBe(200);
+    const zip = await h.get(`${photos}/submissions.csv.zip`, { as: 'alice' });
+    expect(zip.status).toBe(200);
+    const names = readZip(new Uint8Array(await zip.arrayBuffer())).map((e) => e.name);
+    expect(names).toContain('media/....evil.jpg');
+    for (const name of names) expect(name.split('/').includes('..'), name).toBe(false);
   });
 });
 
