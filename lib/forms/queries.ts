@@ -38,11 +38,13 @@ export async function getDefOrNotFound(ctx: Ctx, defId: number | null): Promise<
 }
 
 /**
- * Reading a form's definition: `form.read`, or `open_form.read` while the form is not closed (App
- * Users, Data Collectors and public links see open and closing forms only).
+ * Reading a form (Central's canReadForm): a form never published is read only with `form.update`
+ * (viewers and data collectors do not see drafts); a closed one with `form.read`; otherwise
+ * `form.read` or `open_form.read` (App Users, Data Collectors and public links).
  * @throws Problem 401.2 / 403.1.
  */
 export async function canReadFormOrReject(ctx: Ctx, f: LoadedForm): Promise<void> {
+  if (f.form.currentDefId == null) return canOrReject(ctx, 'form.update', formActee(f));
   if (await can(ctx, 'form.read', formActee(f))) return;
   if (f.form.state !== 'closed' && (await can(ctx, 'open_form.read', formActee(f)))) return;
   throw rejection(ctx);
