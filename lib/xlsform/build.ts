@@ -7,6 +7,7 @@ import { XlsFormError, type ConvertOptions, type XlsFormResult } from './types';
 import type { Workbook } from './workbook';
 import { isDynamicDefault, renderXForm } from './xform';
 import { questionType, type TypeInfo } from './types-table';
+import { allocateEntities, containerPath, entitiesVersion, type EntityRefs } from './entities';
 import { checkParameterKeys, checkTypeParameters, parseParameters, rangeParameters } from './parameters';
 
 const rowAt = (n: number) => `[row : ${n}]`;
@@ -99,8 +100,8 @@ export interface EntityDecl {
   updateIf?: string;
   entityId?: string;
   row: number;
-  /** The repeat the entity lives in (entities in repeats), else null. */
-  repeat: Element | null;
+  /** The container (survey root, group or repeat) whose meta holds the entity. */
+  container: Element;
 }
 
 export interface Survey {
@@ -109,7 +110,10 @@ export interface Survey {
   lists: Map<string, ChoiceList>;
   /** Lists in choices-sheet order. */
   listOrder: string[];
-  entity: EntityDecl | null;
+  /** Entity lists in entities-sheet order, each allocated to a container. */
+  entities: EntityDecl[];
+  /** The entities-version attribute (2024.1.0 or 2025.1.0) when there are entities. */
+  entitiesVersion?: string;
   languages: string[];
   warnings: string[];
   itemsets: string | null;
@@ -578,7 +582,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     itemsets = itemsetsCsv(external, extSheet!.headers);
   }
 
-  const entity = readEntities(book, settings, root);
+  const { entities, version: entitiesVersion } = readEntities(book, settings, root);
 
   // Translations and their warnings.
   const { languages, missing } = languageReport(survey, choices, settings.defaultLanguage);
@@ -592,7 +596,7 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
   if (bad.length > 0) {
     warnings.push(`The following language declarations do not contain valid machine-readable codes: ${bad.join(', ')}. Learn more: http://xlsform.org#multiple-language-support`);
   }
-  return { settings, root, lists, listOrder: order, entity, languages, warnings, itemsets, byName, usesLastSaved: false };
+  return { settings, root, lists, listOrder: order, entities, entitiesVersion, languages, warnings, itemsets, byName, usesLastSaved: false };
 }
 
 const isTranslated = (t: Text | undefined) => t != null && typeof t !== 'string';
@@ -759,7 +763,7 @@ const ENTITY_COLUMNS = new Set(['list_name', 'dataset', 'label', 'create_if', 'u
  * 4.5's messages (ENTITY_001…013, NAMES_008/010/011/012/014/015, HEADER_005). A save_to may name
  * its list (`list#property`); the property alone is kept on the element.
  */
-function readEntities(book: Workbook, settings: Settings, root: Element): EntityDecl | null {
+function readEntities(book: Workbook, settings: Settings, root: Element): { entities: EntityDecl[]; version?: string } {
   const sheet = book.get('entities');
   const saving = [...walk(root)].filter((el) => el.saveTo != null);
   const parsed = sheet ? parseSheet(sheet, 'entities', settings.defaultLanguage) : null;
@@ -785,6 +789,7 @@ function readEntities(book: Workbook, settings: Settings, root: Element): Entity
   }
   // save_to values: `property` or `list#property`.
   const seen = new Map<string, number>();
+  const savedTo = new Map<Element, string>();
   for (const el of saving) {
     const bad = (msg: string) => new XlsFormError(`${rowAt(el.row)} On the 'survey' sheet, the 'save_to' value is invalid. ${msg}`);
     const raw = el.saveTo!;
@@ -812,52 +817,71 @@ function readEntities(book: Workbook, settings: Settings, root: Element): Entity
       throw bad(`The save_to property '${prop}' is already assigned by row '${other}'. Either remove or change one of these duplicate save_to property names.`);
     }
     seen.set(key, el.row);
+    savedTo.set(el, list ?? [...names][0]!);
     el.saveTo = prop;
   }
-  const row = rows[0];
-  if (!row) return null;
-  if (rows.length > 1) {
-    throw new XlsFormError('Currently, you can only declare a single entity per form. Please make sure your entities sheet only declares one entity.');
+  const entities: EntityDecl[] = [];
+  for (const row of rows) {
+    const v = row.values;
+    const dataset = (v.get('list_name') ?? v.get('dataset'))!;
+    const decl: EntityDecl = {
+      dataset,
+      label: v.get('label') ?? textOfString(row),
+      createIf: v.get('create_if'),
+      updateIf: v.get('update_if'),
+      entityId: v.get('entity_id'),
+      row: row.row,
+      container: root,
+    };
+    const invalid = (msg: string) => new XlsFormError(`${rowAt(row.row)} On the 'entities' sheet, the entity declaration is invalid. The entity list name '${dataset}' ${msg}`);
+    if (decl.createIf && decl.entityId && !decl.updateIf) {
+      throw invalid(
+        "does not have an 'update_if' expression, but an 'update_if' is required when upserting entities. Upserting entities is indicated by using 'create_if' and 'entity_id' expressions. Please either: add an 'update_if' for this entity declaration, or to only create entities instead remove the 'entity_id' expression.",
+      );
+    }
+    if (decl.updateIf && !decl.entityId) {
+      throw invalid(
+        "does not have an 'entity_id' expression, but an 'entity_id' is required when updating entities. Updating entities is indicated by using 'entity_id' and/or 'update_if' expressions. Please either: add an 'entity_id' for this entity declaration, or to only create entities instead move the 'update_if' to 'create_if'.",
+      );
+    }
+    if (!decl.entityId && !decl.label) {
+      throw invalid(
+        "does not have a label, but a 'label' is required when creating entities. Creating entities is indicated by using a 'create_if' expression, or by not using 'entity_id' expression. Please either: add a 'label' for this entity declaration, or to update entities instead provide an 'entity_id' (and optionally 'update_if') expression.",
+      );
+    }
+    entities.push(decl);
   }
-  const v = row.values;
-  const dataset = (v.get('list_name') ?? v.get('dataset'))!;
-  const decl: EntityDecl = {
-    dataset,
-    label: v.get('label') ?? textOfString(row),
-    createIf: v.get('create_if'),
-    updateIf: v.get('update_if'),
-    entityId: v.get('entity_id'),
-    row: row.row,
-    repeat: null,
-  };
-  const invalid = (msg: string) => new XlsFormError(`${rowAt(row.row)} On the 'entities' sheet, the entity declaration is invalid. The entity list name '${dataset}' ${msg}`);
-  if (decl.createIf && decl.entityId && !decl.updateIf) {
-    throw invalid(
-      "does not have an 'update_if' expression, but an 'update_if' is required when upserting entities. Upserting entities is indicated by using 'create_if' and 'entity_id' expressions. Please either: add an 'update_if' for this entity declaration, or to only create entities instead remove the 'entity_id' expression.",
-    );
-  }
-  if (decl.updateIf && !decl.entityId) {
-    throw invalid(
-      "does not have an 'entity_id' expression, but an 'entity_id' is required when updating entities. Updating entities is indicated by using 'entity_id' and/or 'update_if' expressions. Please either: add an 'entity_id' for this entity declaration, or to only create entities instead move the 'update_if' to 'create_if'.",
-    );
-  }
-  if (!decl.entityId && !decl.label) {
-    throw invalid(
-      "does not have a label, but a 'label' is required when creating entities. Creating entities is indicated by using a 'create_if' expression, or by not using 'entity_id' expression. Please either: add a 'label' for this entity declaration, or to update entities instead provide an 'entity_id' (and optionally 'update_if') expression.",
-    );
-  }
-  // Entities in a repeat: the repeat holding the save_to questions.
-  let repeat: Element | null | undefined;
-  for (const el of saving) {
-    let r: Element | null = null;
-    for (let p = el.parent; p; p = p.parent) if (p.kind === 'repeat') { r = p; break; }
-    if (repeat === undefined) repeat = r;
-    else if (repeat !== r) {
-      throw new XlsFormError(`${rowAt(el.row)} Entity property named '${el.saveTo}' must be in the same repeat as the other entity properties.`);
+  if (entities.length === 0) return { entities };
+  // References from the survey: save_to properties, and the variables of each declaration.
+  const variables = new Map<string, string[]>();
+  for (const d of entities) {
+    for (const expr of [d.label, d.createIf, d.updateIf, d.entityId]) {
+      for (const m of (expr ?? '').matchAll(/\$\{(?:last-saved#)?\s*([^}]*?)\s*\}/g)) {
+        const list = variables.get(m[1]!) ?? [];
+        if (!list.includes(d.dataset)) list.push(d.dataset);
+        variables.set(m[1]!, list);
+      }
     }
   }
-  decl.repeat = repeat ?? null;
-  return decl;
+  const refs: EntityRefs[] = [];
+  const refsOf = (dataset: string) => {
+    let r = refs.find((x) => x.dataset === dataset);
+    if (!r) {
+      r = { dataset, row: entities.find((d) => d.dataset === dataset)!.row, refs: [] };
+      refs.push(r);
+    }
+    return r;
+  };
+  for (const el of walk(root)) {
+    if (el.kind !== 'question' || el.generated) continue;
+    const path = containerPath(el);
+    const saved = savedTo.get(el);
+    if (saved != null) refsOf(saved).refs.push({ path, row: el.row, property: el.saveTo });
+    for (const dataset of variables.get(el.name) ?? []) refsOf(dataset).refs.push({ path, row: el.row, question: el.name });
+  }
+  const allocations = allocateEntities(root, entities, refs);
+  for (const [container, dataset] of allocations) entities.find((d) => d.dataset === dataset)!.container = container;
+  return { entities, version: entitiesVersion(allocations) };
 }
 
 function textOfString(row: Row): string | undefined {

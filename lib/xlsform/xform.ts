@@ -2,7 +2,7 @@
  * Survey tree → XForm XML text, in the shape pyxform 4.5 writes (pretty_print=False). Pure.
  * Reference: shared/reference/ (ODK XForms spec, entities), xlsform-spec.md.
  */
-import { walk, yesNo, type ChoiceList, type Element, type Survey } from './build';
+import { walk, yesNo, type ChoiceList, type Element, type EntityDecl, type Survey } from './build';
 import type { Text } from './sheets';
 import { questionType } from './types-table';
 import { XlsFormError } from './types';
@@ -28,6 +28,8 @@ interface Ctx {
   instances: Map<string, string>;
   binds: string[];
   meta: Element;
+  /** Container → its entity element (the survey root's goes in the top meta). */
+  entityXml: Map<Element, string>;
 }
 
 /** A context for resolving references: a path and, for relative paths, the element chain. */
@@ -255,7 +257,7 @@ const isDynamic = (el: Element) => el.defaultValue != null && isDynamicDefault(e
  * is written once, in the same mode, as pyxform does.
  */
 type InstanceMode = 'top' | 'template' | 'regular';
-function instanceXml(ctx: Ctx, el: Element, mode: InstanceMode, entityXml = ''): string {
+function instanceXml(ctx: Ctx, el: Element, mode: InstanceMode): string {
   const where: RefContext = { path: el.path, el, column: 'instance', row: el.row };
   // The template copy carries no instance:: attributes (pyxform).
   const extra = mode === 'template' ? '' : attrs([...el.instanceAttrs].map(([k, v]) => [k, resolve(ctx, v, where)] as [string, string]));
@@ -264,8 +266,9 @@ function instanceXml(ctx: Ctx, el: Element, mode: InstanceMode, entityXml = ''):
     const dv = el.defaultValue != null && !isDynamic(el) ? el.defaultValue : null;
     return dv != null ? `<${el.name}${extra}>${escText(dv)}</${el.name}>` : `<${el.name}${extra}/>`;
   }
-  const ent = ctx.survey.entity?.repeat === el ? `<meta>${entityXml}</meta>` : '';
-  const inner = (m: InstanceMode) => el.children.map((c) => instanceXml(ctx, c, m, entityXml)).join('') + ent;
+  const entityXml = el !== ctx.survey.root ? ctx.entityXml.get(el) : undefined;
+  const ent = entityXml ? `<meta>${entityXml}</meta>` : '';
+  const inner = (m: InstanceMode) => el.children.map((c) => instanceXml(ctx, c, m)).join('') + ent;
   if (el.kind === 'repeat') {
     if (mode === 'template') return `<${el.name} jr:template="">${inner('template')}</${el.name}>`;
     if (mode === 'regular') return `<${el.name}${extra}>${inner('regular')}</${el.name}>`;
@@ -556,9 +559,11 @@ function repeatSetvalues(ctx: Ctx, repeat: Element): string {
     }
   };
   visit(repeat);
-  const e = ctx.survey.entity;
-  if (!e || e.repeat !== repeat || e.entityId) return out;
-  return `${out}<setvalue${attrs([['ref', `${repeat.path}/meta/entity/@id`], ['event', 'odk-new-repeat'], ['value', 'uuid()']])}/>`;
+  for (const e of ctx.survey.entities) {
+    if (e.entityId || nearestRepeat(e.container) !== repeat) continue;
+    out += `<setvalue${attrs([['ref', `${e.container.path}/meta/entity/@id`], ['event', 'odk-new-repeat'], ['value', 'uuid()']])}/>`;
+  }
+  return out;
 }
 
 function choiceInstance(ctx: Ctx, list: ChoiceList): string {
@@ -587,11 +592,10 @@ function choiceInstance(ctx: Ctx, list: ChoiceList): string {
 }
 
 /** Entity declaration: the meta/entity element, its binds and setvalues. */
-function entityParts(ctx: Ctx, base: string): { element: string } {
-  const e = ctx.survey.entity!;
-  const entityPath = `${base}/meta/entity`;
-  const el = e.repeat ?? ctx.survey.root;
-  const where = (column: string): RefContext => ({ path: `${entityPath}/label`, el, column, row: e.row });
+function entityParts(ctx: Ctx, e: EntityDecl): { element: string } {
+  const entityPath = `${e.container.path}/meta/entity`;
+  const el = e.container;
+  const where = (column: string): RefContext => ({ path: `${entityPath}/label`, el, column, row: e.row, sheet: 'entities' });
   const resolveE = (expr: string, column: string) => resolve(ctx, expr, where(column)).replace(/^(?!\s)/, '');
   const creating = !e.entityId || e.createIf != null;
   const updating = e.entityId != null;
@@ -662,7 +666,7 @@ export function renderXForm(survey: Survey): string {
   const instanceId = meta.children.find((c) => c.name === 'instanceID');
   if (instanceId) survey.byName.set('instanceID', [instanceId]);
 
-  const ctx: Ctx = { survey, itext: new Map(), instances: new Map(), binds: [], meta };
+  const ctx: Ctx = { survey, itext: new Map(), instances: new Map(), binds: [], meta, entityXml: new Map() };
   // Choice lists first (pyxform's translation order), then the survey's elements.
   const choiceInstances = survey.listOrder.map((n) => choiceInstance(ctx, survey.lists.get(n)!));
 
@@ -697,18 +701,14 @@ export function renderXForm(survey: Survey): string {
   }
 
   // Entities: the meta/entity element, in the repeat or at the top.
-  let entityXml = '';
-  if (survey.entity) {
-    const base = survey.entity.repeat ? survey.entity.repeat.path : root.path;
-    entityXml = entityParts(ctx, base).element;
-  }
+  for (const e of survey.entities) ctx.entityXml.set(e.container, entityParts(ctx, e).element);
 
   for (const el of walk(root)) if (el !== root && el !== meta) modelFor(ctx, el);
   const body = root.children.map((c) => bodyXml(ctx, c, triggers)).join('');
 
   // Primary instance, with the entity element in its meta.
-  let inner = root.children.filter((c) => c !== meta).map((c) => instanceXml(ctx, c, 'top', entityXml)).join('');
-  const metaInner = (survey.entity && !survey.entity.repeat ? entityXml : '') + meta.children.map((c) => instanceXml(ctx, c, 'top')).join('');
+  let inner = root.children.filter((c) => c !== meta).map((c) => instanceXml(ctx, c, 'top')).join('');
+  const metaInner = (ctx.entityXml.get(root) ?? '') + meta.children.map((c) => instanceXml(ctx, c, 'top')).join('');
   if (metaInner) inner += `<meta>${metaInner}</meta>`;
   const rootAttrs = attrs([['id', s.id], ['version', s.version]]);
   const primary = `<instance><${root.name}${rootAttrs}>${inner}</${root.name}></instance>`;
@@ -728,7 +728,7 @@ export function renderXForm(survey: Survey): string {
           ['odk:client-editable', clientEditable],
         ])}/>`
       : '';
-  const entitiesVersion = survey.entity ? (survey.entity.repeat ? '2025.1.0' : '2024.1.0') : undefined;
+  const entitiesVersion = survey.entities.length > 0 ? survey.entitiesVersion : undefined;
   const modelAttrs = attrs([['odk:xforms-version', '1.0.0'], ['entities:entities-version', entitiesVersion]]);
   const model = `<model${modelAttrs}>${itext}${submission}${primary}${[...ctx.instances.values()].join('')}${choiceInstances.join('')}${ctx.binds.join('')}</model>`;
   const ns = [
@@ -740,7 +740,7 @@ export function renderXForm(survey: Survey): string {
     ['xmlns:orx', 'http://openrosa.org/xforms'],
     ['xmlns:odk', 'http://www.opendatakit.org/xforms'],
   ] as Array<[string, string]>;
-  if (survey.entity) ns.push(['xmlns:entities', 'http://www.opendatakit.org/xforms/entities']);
+  if (survey.entities.length > 0) ns.push(['xmlns:entities', 'http://www.opendatakit.org/xforms/entities']);
   if (s.namespaces) {
     for (const m of s.namespaces.matchAll(/([A-Za-z_][\w.-]*)\s*=\s*["']([^"']*)["']/g)) ns.push([`xmlns:${m[1]}`, m[2]!]);
   }
