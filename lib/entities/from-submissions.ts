@@ -132,7 +132,8 @@ async function processInner(tx: Ctx, ev: SubmissionEvent): Promise<void> {
   if (errors.length > 0) {
     const joined = errors.map((x) => `(Entity ${x.index + 1}) ${x.message}`).join(' ');
     throw new Problem(400.43, `Failed to process ${found.length} entities in submission due to ${errors.length} errors: ${joined}`, {
-      count: errors.length, total: found.length, errors: errors.map((x) => ({ errorMessage: x.message, index: x.index })),
+      count: errors.length, total: found.length,
+      errors: errors.map((x) => ({ errorMessage: x.message, problem: { problemCode: x.problem.code, problemDetails: x.problem.details ?? null }, index: x.index })),
     });
   }
 }

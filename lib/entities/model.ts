@@ -130,7 +130,8 @@ export const diffProps = (received: Record<string, string>, other: Record<string
 
 /** Property diffs between consecutive versions, label included: `[[{ old, new, propertyName }]]`. Pure. */
 export function versionDiffs(defs: EntityDefRow[]): Array<Array<{ old: string | undefined; new: string | undefined; propertyName: string }>> {
-  const withLabel: Array<Record<string, string>> = defs.map((d) => ({ ...d.data, label: d.label }));
+  // Label first, then the properties (Central diffs `{ label, ...data }`).
+  const withLabel: Array<Record<string, string>> = defs.map((d) => ({ label: d.label, ...d.data }));
   const out = [];
   for (let i = 1; i < withLabel.length; i += 1) {
     const cur = withLabel[i]!;

@@ -173,7 +173,7 @@ describe('Entity API', () => {
     expect(await json(await h.patch(`${D(h)}/entities/${UUID}?force=true`, { as: 'bob', body: { data: { age: null } } }))).toMatchObject({ code: 400.11 });
     expect(await json(await h.get(`${D(h)}/entities/${UUID}/diffs`, { as: 'bob' }))).toEqual([
       [{ old: '22', new: '23', propertyName: 'age' }],
-      [{ old: 'John', new: '', propertyName: 'first_name' }, { old: 'Johnny', new: 'J', propertyName: 'label' }],
+      [{ old: 'Johnny', new: 'J', propertyName: 'label' }, { old: 'John', new: '', propertyName: 'first_name' }],
     ]);
     expect((await json<Json[]>(await h.get(`${D(h)}/entities/creators`, { as: 'bob' }))).map((a) => a.displayName)).toEqual(['bob']);
     expect((await h.delete(`${D(h)}/entities/${UUID}`, { as: 'bob' })).status).toBe(200);
