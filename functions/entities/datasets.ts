@@ -1,4 +1,4 @@
-/** Datasets: P/datasets, D, D/properties, D/entities.csv, D/integrity, P/trash/datasets/{id}/entities.csv. Authz in lib/datasets. */
+/** Datasets: P/datasets, D, D/properties[/{name}], D/entities.csv, D/integrity, P/trash/datasets/{id}/entities.csv. Authz in lib/datasets. */
 import { groupApp, isExtended, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
 import { attachmentResponse } from '../../lib/http/downloads';
@@ -31,6 +31,10 @@ export const datasetsRoutes = groupApp()
   .get(D, async (c) => c.json(await datasets.getDatasetMetadata(c.var.ctx, projectId(c), stringParam(c, 'name'), isExtended(c))))
   .patch(D, async (c) =>
     c.json(await datasets.patchDataset(c.var.ctx, projectId(c), stringParam(c, 'name'), await jsonBody(c), c.req.query('convert'))))
+  .delete(`${D}/properties/:propertyName`, async (c) => {
+    await trash.deleteProperty(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'propertyName'));
+    return success(c);
+  })
   .post(`${D}/properties`, async (c) => {
     await datasets.createProperty(c.var.ctx, projectId(c), stringParam(c, 'name'), await jsonBody(c));
     return success(c);

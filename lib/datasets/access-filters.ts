@@ -54,7 +54,7 @@ export async function replaceAccessRules(tx: Ctx, datasetId: number, rules: Acce
       select ${datasetId}, dp.id, ap.id from ds_properties dp
       join datasets d on d.id = dp.dataset_id
       join actor_properties ap on ap.project_id = d.project_id and ap.name = ${r.actorProperty}
-      where dp.dataset_id = ${datasetId} and dp.name = ${r.datasetProperty} and dp.published_at is not null
+      where dp.dataset_id = ${datasetId} and dp.name = ${r.datasetProperty} and dp.published_at is not null and dp.deleted_at is null
       on conflict do nothing`);
   }
 }

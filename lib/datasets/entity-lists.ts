@@ -104,7 +104,7 @@ export async function entityListHashes(ctx: Ctx, datasetIds: number[], filterAct
       .groupBy(entities.datasetId);
     for (const c of counted) stats.set(c.id, { n: Number(c.n), last: c.last });
     const names = await ctx.db.select({ id: dsProperties.datasetId, name: dsProperties.name }).from(dsProperties)
-      .where(inArray(dsProperties.datasetId, owned)).orderBy(dsProperties.name);
+      .where(and(inArray(dsProperties.datasetId, owned), isNull(dsProperties.deletedAt))).orderBy(dsProperties.name);
     for (const p of names) props.set(p.id, [...(props.get(p.id) ?? []), p.name]);
   }
   const iso = (t: string | null | undefined) => (t == null ? null : new Date(t).toISOString());

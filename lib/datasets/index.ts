@@ -83,7 +83,7 @@ export async function getDatasetByIdOrNotFound(ctx: Ctx, id: number): Promise<Lo
 export async function publishedProperties(ctx: Ctx, datasetId: number): Promise<Array<{ id: number; name: string; publishedAt: Date }>> {
   const rows = await ctx.db.select({ id: dsProperties.id, name: dsProperties.name, publishedAt: dsProperties.publishedAt })
     .from(dsProperties)
-    .where(and(eq(dsProperties.datasetId, datasetId), isNotNull(dsProperties.publishedAt)))
+    .where(and(eq(dsProperties.datasetId, datasetId), isNotNull(dsProperties.publishedAt), isNull(dsProperties.deletedAt)))
     .orderBy(asc(dsProperties.publishedAt), asc(dsProperties.id));
   return rows.map((r) => ({ ...r, publishedAt: r.publishedAt! }));
 }
@@ -119,7 +119,7 @@ export async function defineDatasets(tx: Ctx, project: ProjectRow, def: Pick<For
     }
     const loaded = { dataset: dataset!, project };
     if (created || dataset!.publishedAt == null) await canOrReject(tx, 'dataset.create', datasetActee(loaded));
-    const existing = await tx.db.select().from(dsProperties).where(eq(dsProperties.datasetId, dataset!.id));
+    const existing = await tx.db.select().from(dsProperties).where(and(eq(dsProperties.datasetId, dataset!.id), isNull(dsProperties.deletedAt)));
     const names = new Set(existing.map((p) => p.name));
     const added = d.properties.filter((p) => !names.has(p.name));
     if (!created && added.length > 0) {
@@ -133,7 +133,7 @@ export async function defineDatasets(tx: Ctx, project: ProjectRow, def: Pick<For
     }
     if (d.properties.length > 0) {
       const props = await tx.db.select().from(dsProperties).where(and(
-        eq(dsProperties.datasetId, dataset!.id), inArray(dsProperties.name, d.properties.map((p) => p.name)),
+        eq(dsProperties.datasetId, dataset!.id), inArray(dsProperties.name, d.properties.map((p) => p.name)), isNull(dsProperties.deletedAt),
       ));
       const byName = new Map(props.map((p) => [p.name, p.id]));
       await tx.db.insert(dsPropertyFields)
@@ -176,7 +176,7 @@ export async function publishDatasets(tx: Ctx, defId: number): Promise<number[]>
     const fresh = props.filter((r) => r.p.publishedAt == null).map((r) => r.p);
     if (fresh.length > 0) {
       const published = await tx.db.select({ name: dsProperties.name }).from(dsProperties)
-        .where(and(eq(dsProperties.datasetId, dataset.id), isNotNull(dsProperties.publishedAt)));
+        .where(and(eq(dsProperties.datasetId, dataset.id), isNotNull(dsProperties.publishedAt), isNull(dsProperties.deletedAt)));
       const lower = new Set(published.map((p) => p.name.toLowerCase()));
       if (fresh.some((p) => lower.has(p.name.toLowerCase()))) throw propertyNameConflict();
     }
@@ -213,7 +213,9 @@ export async function forgetDefinition(tx: Ctx, defId: number): Promise<void> {
   if (ids.length > 0) {
     await tx.db.delete(dsProperties).where(and(inArray(dsProperties.datasetId, ids),
       sql`(select published_at from datasets d where d.id = ${dsProperties.datasetId}) is null`,
-      sql`not exists (select 1 from dataset_form_defs l where l.dataset_id = ${dsProperties.datasetId})`));
+      // Qualified by hand: drizzle writes a one-table statement's columns unqualified, and an
+      // unqualified dataset_id here would be the subquery's own column.
+      sql`not exists (select 1 from dataset_form_defs l where l.dataset_id = ds_properties.dataset_id)`));
     await tx.db.delete(datasets).where(and(inArray(datasets.id, ids), isNull(datasets.publishedAt),
       sql`not exists (select 1 from dataset_form_defs l where l.dataset_id = ${datasets.id})`,
       sql`not exists (select 1 from form_attachments a where a.dataset_id = ${datasets.id})`));
@@ -235,7 +237,7 @@ export async function datasetDiffForDef(ctx: Ctx, def: Pick<FormDefRow, 'id' | '
   for (const { dataset } of links) {
     const inForm = await ctx.db.select({ p: dsProperties, path: dsPropertyFields.path }).from(dsPropertyFields)
       .innerJoin(dsProperties, eq(dsProperties.id, dsPropertyFields.dsPropertyId))
-      .where(and(eq(dsPropertyFields.formDefId, def.id), eq(dsProperties.datasetId, dataset.id)));
+      .where(and(eq(dsPropertyFields.formDefId, def.id), eq(dsProperties.datasetId, dataset.id), isNull(dsProperties.deletedAt)));
     const formProps = inForm
       .filter((r) => forDraft || r.p.publishedAt != null)
       .sort((a, b) => (order.get(a.path) ?? 0) - (order.get(b.path) ?? 0))
@@ -502,7 +504,7 @@ export async function createProperty(ctx: Ctx, projectId: number, datasetName: s
       throw problems.user.unexpectedValue({ field: 'name', value: name, reason: 'This is not a valid property name.' });
     }
     const existing = await tx.db.select().from(dsProperties).where(and(
-      eq(dsProperties.datasetId, d.dataset.id), sql`lower(${dsProperties.name}) = lower(${name})`,
+      eq(dsProperties.datasetId, d.dataset.id), sql`lower(${dsProperties.name}) = lower(${name})`, isNull(dsProperties.deletedAt),
     ));
     const published = existing.find((p) => p.publishedAt != null);
     if (published) {

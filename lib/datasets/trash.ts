@@ -7,12 +7,12 @@
 import { and, eq, inArray, isNotNull, lt, sql } from 'drizzle-orm';
 import {
   actees, audits, datasetFormDefs, datasets, dsProperties, dsPropertyFields, entities, entityDefs, entityDefSources,
-  entitySubmissionBacklog, formAttachments, type DatasetRow,
+  entitySubmissionBacklog, formAttachments, datasetAccessFilters, type DatasetRow,
 } from '../../drizzle/schema';
 import { audit } from '../audits/log';
 import { canOrReject } from '../authz/can';
 import { withTx, type Ctx } from '../context';
-import { Problem } from '../problem';
+import { Problem, problems } from '../problem';
 import { datasetActee, getDatasetOrNotFound } from './index';
 
 /** Days a deleted Dataset stays in the Trash before `purge` removes it (Central's PURGE_DAY_RANGE). */
@@ -119,7 +119,7 @@ async function purgeOne(tx: Ctx, d: DatasetRow): Promise<void> {
 
 /**
  * Whether a form's current or draft definition writes to or links a Dataset that is now in the
- * Trash: such a form cannot be restored (Central's 409.23 datasetMissingForFormRestore). Reads only.
+ * Trash, or writes to a property since deleted: such a form cannot be restored (Central's 409.23 datasetMissingForFormRestore). Reads only.
  */
 export async function formDependsOnDeletedDataset(ctx: Ctx, form: { currentDefId: number | null; draftDefId: number | null }): Promise<boolean> {
   const defIds = [form.currentDefId, form.draftDefId].filter((id): id is number => id != null);
@@ -127,7 +127,10 @@ export async function formDependsOnDeletedDataset(ctx: Ctx, form: { currentDefId
   const list = sql.join(defIds.map((id) => sql`${id}`), sql`, `);
   const res = await ctx.db.execute(sql`select 1 from datasets d where d.deleted_at is not null and (
     exists (select 1 from dataset_form_defs l where l.dataset_id = d.id and l.form_def_id in (${list}))
-    or exists (select 1 from form_attachments a where a.dataset_id = d.id and a.form_def_id in (${list}))) limit 1`);
+    or exists (select 1 from form_attachments a where a.dataset_id = d.id and a.form_def_id in (${list})))
+    union all
+    select 1 from ds_property_fields pf join ds_properties p on p.id = pf.ds_property_id
+    where p.deleted_at is not null and pf.form_def_id in (${list}) limit 1`);
   return (Array.isArray(res) ? res : (res as unknown as { rows: unknown[] }).rows).length > 0;
 }
 
@@ -135,3 +138,53 @@ export async function formDependsOnDeletedDataset(ctx: Ctx, form: { currentDefId
 export const datasetMissingForFormRestore = () =>
   new Problem(409.23, 'This Form cannot be restored because the related dataset(s) has been modified or deleted.');
 
+/** 409.22: a property still written by forms or holding values. */
+export const deletePropPrereqViolation = (d: { propertyName: string; prerequisites: Record<string, unknown> }) =>
+  new Problem(409.22, `Prerequisites for deleting the property "${d.propertyName}" are not met.`, d);
+
+/**
+ * Deletes a published property (DELETE P/datasets/{name}/properties/{propertyName}) once no live
+ * form (published or draft) writes to it and no live entity holds a non-blank value for it; its
+ * name is then free again, and its access rules go with it. Old entity versions keep their values.
+ * @throws 404.1 unknown Dataset or property; 403.1 without `dataset.update`; 409.22
+ *   `{ propertyName, prerequisites: { dependentForms?: { message, details: { forms } },
+ *   nonEmptyEntities?: { message, details: { totalCount, entities } } } }`.
+ * Effects, in one transaction: ds_properties.deleted_at, dataset_access_filters rows; audit
+ *   `dataset.update.property.delete` `{ properties: [name] }`.
+ */
+export async function deleteProperty(ctx: Ctx, projectId: number, name: string, propertyName: string): Promise<void> {
+  await withTx(ctx, async (tx) => {
+    const d = await getDatasetOrNotFound(tx, projectId, name);
+    await canOrReject(tx, 'dataset.update', datasetActee(d));
+    const [prop] = await tx.db.select().from(dsProperties).where(and(eq(dsProperties.datasetId, d.dataset.id),
+      eq(dsProperties.name, propertyName), isNotNull(dsProperties.publishedAt), sql`ds_properties.deleted_at is null`));
+    if (!prop) throw problems.user.notFound();
+    await tx.db.execute(sql`select 1 from ds_properties where id = ${prop.id} for update`);
+    const prerequisites: Record<string, unknown> = {};
+    const forms = rowsOf<{ formName: string | null; xmlFormId: string }>(await tx.db.execute(sql`
+      select distinct fd.name as "formName", f.xml_form_id as "xmlFormId" from ds_property_fields pf
+      join form_defs fd on fd.id = pf.form_def_id
+      join forms f on f.id = fd.form_id and f.deleted_at is null and (fd.id = f.current_def_id or fd.id = f.draft_def_id)
+      where pf.ds_property_id = ${prop.id} order by 2`));
+    if (forms.length > 0) {
+      prerequisites.dependentForms = { message: "You can't delete this property because there are Form(s) writing to it", details: { forms } };
+    }
+    const valued = rowsOf<{ uuid: string; label: string; total: number }>(await tx.db.execute(sql`
+      select e.uuid, ed.label, count(*) over ()::int as total from entities e
+      join entity_defs ed on ed.entity_id = e.id and ed.current
+      where e.dataset_id = ${d.dataset.id} and e.deleted_at is null and nullif(trim(ed.data ->> ${propertyName}), '') is not null
+      order by e.id limit 3`));
+    if (valued.length > 0) {
+      prerequisites.nonEmptyEntities = {
+        message: `You can't delete this property because there are Entity(ies) with the non-empty value for the '${propertyName}'`,
+        details: { totalCount: valued[0]!.total, entities: valued.map((v) => ({ uuid: v.uuid, label: v.label })) },
+      };
+    }
+    if (Object.keys(prerequisites).length > 0) throw deletePropPrereqViolation({ propertyName, prerequisites });
+    await tx.db.delete(datasetAccessFilters).where(eq(datasetAccessFilters.datasetPropertyId, prop.id));
+    await tx.db.update(dsProperties).set({ deletedAt: new Date() }).where(eq(dsProperties.id, prop.id));
+    await audit(tx, tx, 'dataset.update.property.delete', d.dataset.acteeId, { properties: [propertyName] });
+  });
+}
+
+const rowsOf = <T>(res: unknown): T[] => (Array.isArray(res) ? res : (res as { rows: T[] }).rows) as T[];

@@ -74,7 +74,11 @@ export async function listEntities(ctx: Ctx, projectId: number, name: string, op
 /** One entity with its current data (GET E). @throws 404.1; 401.2/403.1 without entity.read. Reads only. */
 export async function getEntity(ctx: Ctx, projectId: number, name: string, uuid: string, extended: boolean) {
   const d = await loadDataset(ctx, projectId, name, 'entity.read');
-  return fullJson(ctx, await getEntityOrNotFound(ctx, d.dataset.id, uuid), extended);
+  const e = await getEntityOrNotFound(ctx, d.dataset.id, uuid);
+  // Values of a property deleted since stay in the versions but are not shown (Central).
+  const live = new Set((await publishedProperties(ctx, d.dataset.id)).map((p) => p.name));
+  const data = Object.fromEntries(Object.entries(e.def.data).filter(([k]) => live.has(k)));
+  return fullJson(ctx, { ...e, def: { ...e.def, data } }, extended);
 }
 
 /** Actors who created entities of a Dataset, by displayName (GET D/entities/creators). @throws 404.1; 403.1. */

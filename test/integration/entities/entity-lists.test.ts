@@ -329,6 +329,28 @@ describe('Deleting Datasets', () => {
     expect(atts.find((a) => a.name === 'people.csv')).toMatchObject({ datasetExists: false });
   });
 
+  test('DELETE D/properties/{name}: 409.22 while a form writes it or an entity holds a value; then gone, audited, name free', async () => {
+    const h = await harness();
+    await upload(h, 'simpleEntity');
+    const dep = await json<Json>(await h.delete(`${D(h)}/properties/first_name`, { as: 'alice' }));
+    expect(dep).toMatchObject({ code: 409.22, details: { propertyName: 'first_name', prerequisites: { dependentForms: { details: { forms: [{ xmlFormId: 'simpleEntity' }] } } } } });
+    expect((await h.post(`${D(h)}/properties`, { as: 'alice', body: { name: 'height' } })).status).toBe(200);
+    await entity(h, A, 'Tall', 'alice', { height: '10m' });
+    const valued = await json<Json>(await h.delete(`${D(h)}/properties/height`, { as: 'alice' }));
+    expect(valued).toMatchObject({ code: 409.22, details: { prerequisites: { nonEmptyEntities: { details: { totalCount: 1, entities: [{ uuid: A, label: 'Tall' }] } } } } });
+    const viewer = await userWithRole(h, 'viewer', 'viewer@example.org');
+    expect((await h.delete(`${D(h)}/properties/height`, { as: viewer })).status).toBe(403);
+    expect((await h.patch(`${D(h)}/entities/${A}?baseVersion=1`, { as: 'alice', body: { data: { height: ' ' } } })).status).toBe(200);
+    expect((await h.delete(`${D(h)}/properties/height`, { as: 'bob' })).status).toBe(200);
+    expect((await h.delete(`${D(h)}/properties/height`, { as: 'bob' })).status).toBe(404);
+    expect((await h.audits()).filter((a) => a.action === 'dataset.update.property.delete').map((a) => a.details)).toEqual([{ properties: ['height'] }]);
+    const ds = await json<Json>(await h.get(D(h), { as: 'alice' }));
+    expect(ds.properties.map((p: Json) => p.name)).toEqual(['first_name', 'age']);
+    expect((await (await h.get(`${D(h)}/entities.csv`, { as: 'alice' })).text()).split('\n')[0]).not.toContain('height');
+    expect(await json(await h.post(`${D(h)}/entities`, { as: 'alice', body: { label: 'x', data: { height: '1' } } }))).toMatchObject({ code: 400.28 });
+    expect((await h.post(`${D(h)}/properties`, { as: 'alice', body: { name: 'height' } })).status).toBe(200);
+  });
+
   test('role matrix of DELETE D: manager may; viewer, data collector, App User, no role 403.1; anonymous 401.2', async () => {
     const h = await harness();
     const viewer = await userWithRole(h, 'viewer', 'viewer@example.org');
