@@ -607,8 +607,10 @@ function entityParts(ctx: Ctx, e: EntityDecl): { element: string } {
   if (e.updateIf) ctx.binds.push(bindXml(`${entityPath}/@update`, [['calculate', resolveE(e.updateIf, 'update_if')], ['readonly', 'true()'], ['type', 'string']]));
   if (updating) {
     const id = resolveE(e.entityId!, 'entity_id');
+    // In the instance() predicate a relative reference goes through current() (pyxform 4.5).
+    const idInPredicate = resolve(ctx, e.entityId!, { ...where('entity_id'), useCurrent: true }).replace(/^(?!\s)/, '');
     for (const [attr, field] of [['baseVersion', '__version'], ['trunkVersion', '__trunkVersion'], ['branchId', '__branchId']] as const) {
-      ctx.binds.push(bindXml(`${entityPath}/@${attr}`, [['calculate', `instance('${e.dataset}')/root/item[name=${id}]/${field}`], ['readonly', 'true()'], ['type', 'string']]));
+      ctx.binds.push(bindXml(`${entityPath}/@${attr}`, [['calculate', `instance('${e.dataset}')/root/item[name=${idInPredicate}]/${field}`], ['readonly', 'true()'], ['type', 'string']]));
     }
     ctx.binds.push(bindXml(`${entityPath}/@id`, [['readonly', 'true()'], ['type', 'string'], ['calculate', id]]));
   } else {
