@@ -382,7 +382,8 @@ export async function entityFeed(ctx: Ctx, input: EntityFeedInput): Promise<Read
   async function* page(): AsyncGenerator<{ [k: string]: Json }> {
     let sent = 0;
     let after: { createdAt: string; id: number } | null = null;
-    let offset = q.skip;
+    // As Central, `$skip` does not apply after a `$skiptoken`.
+    let offset = q.skiptoken ? 0 : q.skip;
     while (sent < wanted) {
       const left = wanted - sent;
       const limit = left <= BATCH ? left + 1 : BATCH;
