@@ -626,6 +626,59 @@ function entityParts(ctx: Ctx, e: EntityDecl): { element: string } {
 }
 
 /**
+ * pyxform 4.5's checks of the secondary instances a form generates, in its order (external files,
+ * pulldata() files, select-from-file files in document order, then last-saved, then the choice
+ * lists): an xml/csv-external name is used once in the form, and one instance id never stands for
+ * two different sources.
+ * @throws XlsFormError with pyxform's messages.
+ */
+function checkInstances(survey: Survey): void {
+  const root = survey.root;
+  interface Info { name: string; type: string; src: string; context: string }
+  const found: Info[] = [];
+  const contextOf = (el: Element) => {
+    const p = el.parent!;
+    return `[type: ${p === root ? 'survey' : p.kind === 'repeat' ? 'repeat' : 'group'}, name: ${p.name}]`;
+  };
+  for (const el of walk(root)) {
+    if (el === root || el.generated) continue;
+    for (const v of el.bind.values()) {
+      for (const m of v.matchAll(/pulldata\s*\(\s*['"]([^'"]+)['"]/g)) found.push({ name: m[1]!, type: 'pulldata', src: `jr://file-csv/${m[1]}.csv`, context: contextOf(el) });
+    }
+    if (el.itemsetFile) {
+      const src = /\.csv$/i.test(el.itemsetFile) ? `jr://file-csv/${el.itemsetFile}` : `jr://file/${el.itemsetFile}`;
+      found.push({ name: el.listName!, type: 'file', src, context: contextOf(el) });
+    }
+    if (el.info?.kind === 'external-instance') found.push({ name: el.name, type: 'external', src: el.info.src!(el.name), context: contextOf(el) });
+  }
+  if (survey.usesLastSaved) found.push({ name: '__last-saved', type: 'instance', src: 'jr://instance/last-saved', context: 'None' });
+  for (const name of survey.listOrder) found.push({ name, type: 'choice', src: 'None', context: 'survey' });
+  const externals = new Map<string, Info[]>();
+  for (const i of found.filter((x) => x.type === 'external')) externals.set(i.name, [...(externals.get(i.name) ?? []), i]);
+  const duplicates = [...externals].filter(([, copies]) => copies.length > 1);
+  if (duplicates.length > 0) {
+    throw new XlsFormError(
+      duplicates
+        .map(([name, copies]) => `Instance names must be unique within a form. The name '${name}' was found ${copies.length} time(s), under these contexts: ${copies.map((x) => `${x.context}(${x.type})`).join(', ')}`)
+        .join('\n'),
+    );
+  }
+  const seen = new Map<string, Info>();
+  for (const i of found) {
+    const prior = seen.get(i.name);
+    if (!prior) {
+      seen.set(i.name, i);
+      continue;
+    }
+    if (prior.src !== i.src) {
+      throw new XlsFormError(
+        `The same instance id will be generated for different external instance source URIs. Please check the form. Instance name: '${i.name}', Existing type: '${prior.type}', Existing URI: '${prior.src}', Duplicate type: '${i.type}', Duplicate URI: '${i.src}', Duplicate context: '${i.context}'.`,
+      );
+    }
+  }
+}
+
+/**
  * Renders the XForm for a built survey.
  * @returns the XML text (pyxform 4.5's structure, no pretty printing). @throws XlsFormError for
  *   unknown `${}` references and controls with neither label nor hint. Pure.
@@ -748,6 +801,7 @@ export function renderXForm(survey: Survey): string {
   }
   const title = `<h:title>${escText(s.title ?? s.id)}</h:title>`;
   const bodyAttrs = attrs([['class', s.style]]);
+  checkInstances(survey);
   return `<?xml version="1.0"?><h:html${attrs(ns)}><h:head>${title}${model}</h:head><h:body${bodyAttrs}>${body}</h:body></h:html>`;
 }
 

@@ -142,6 +142,10 @@ const short = (s: string, n = 160) => (s.length > n ? `${s.slice(0, n)}…` : s)
 export function runCase(c: Case): Outcome {
   const e = c.expect;
   const failures: string[] = [];
+  // pyxform's test base refuses a bare string where a list of texts is expected.
+  for (const key of ['error__contains', 'error__not_contains', 'warnings__contains', 'warnings__not_contains'] as const) {
+    if (typeof e[key] === 'string') return { failures: [`${key} is a string but should be a list of strings`], warnings: [] };
+  }
   let xml: string | undefined;
   let error: string | undefined;
   let warnings: string[] = [];
