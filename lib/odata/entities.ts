@@ -15,7 +15,7 @@ import { and, asc, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import { actors, entities, entityDefs } from '../../drizzle/schema';
 import { canOrReject } from '../authz/can';
 import type { Ctx } from '../context';
-import { getDatasetOrNotFound, publishedProperties, type LoadedDataset } from '../datasets';
+import { datasetByName, publishedProperties, type LoadedDataset } from '../datasets';
 import {
   compileODataFilter, filterMembers, literalValue, memberPath, parseODataFilter, unsupportedField,
   type FilterField, type FilterType, type ODataToken,
@@ -45,7 +45,9 @@ export interface ODataProperty {
 async function loadDataset(ctx: Ctx, projectId: number, name: string): Promise<{ d: LoadedDataset; props: ODataProperty[] }> {
   const project = await getProjectOrNotFound(ctx, projectId);
   await canOrReject(ctx, 'entity.list', projectActee(project));
-  const d = await getDatasetOrNotFound(ctx, projectId, name);
+  const dataset = await datasetByName(ctx, project.id, name);
+  if (!dataset) throw problems.user.notFound();
+  const d: LoadedDataset = { dataset, project };
   const props = (await publishedProperties(ctx, d.dataset.id)).map((p) => ({ name: p.name, odataName: sanitizeOdataIdentifier(p.name) }));
   return { d, props };
 }
