@@ -1,11 +1,12 @@
 import { and, desc, eq, gte, inArray, lt, notInArray, sql, type SQL } from 'drizzle-orm';
-import { actors, audits, formDefs, forms, projects, type AuditRow } from '../../drizzle/schema';
+import { actors, audits, datasets, formDefs, forms, projects, type AuditRow } from '../../drizzle/schema';
 import { formJson, type FormJson } from '../forms/queries';
 import { actorJson, type ActorJson } from '../actors';
 import { canOrReject, speciesActee } from '../authz/can';
 import { species } from '../authz/verbs';
 import type { Ctx } from '../context';
 import { problems } from '../problem';
+import { datasetJson } from '../datasets';
 import { projectJson } from '../projects';
 
 export { audit } from './log';
@@ -77,7 +78,7 @@ async function parseTime(ctx: Ctx, field: string, value: string | undefined): Pr
 /**
  * The server audit log (GET /v1/audits), newest first.
  * @param q action (exact, a group name, or `nonverbose`), start (inclusive) / end (exclusive) ISO timestamps,
- *   limit/offset. Extended adds `actor` and `actee` (the user, App User, project or form acted on).
+ *   limit/offset. Extended adds `actor` and `actee` (the user, App User, project, form or Dataset acted on).
  * @throws 401.2/403.1 without audit.read; 400.11 for an unparseable start/end.
  */
 export async function listAudits(ctx: Ctx, q: AuditQuery, extended: boolean): Promise<Array<Record<string, unknown>>> {
@@ -106,8 +107,10 @@ export async function listAudits(ctx: Ctx, q: AuditQuery, extended: boolean): Pr
       .innerJoin(formDefs, eq(formDefs.id, sql`coalesce(${forms.currentDefId}, ${forms.draftDefId})`))
       .where(inArray(forms.acteeId, acteeIds))
     : [];
+  const acteeDatasets = acteeIds.length ? await ctx.db.select().from(datasets).where(inArray(datasets.acteeId, acteeIds)) : [];
   const byId = new Map(actorRows.map((a) => [a.id, actorJson(a)]));
-  const actees = new Map<string, ActorJson | ReturnType<typeof projectJson> | FormJson>([
+  const actees = new Map<string, ActorJson | ReturnType<typeof projectJson> | FormJson | ReturnType<typeof datasetJson>>([
+    ...acteeDatasets.map((d) => [d.acteeId, datasetJson(d)] as const),
     ...acteeActors.map((a) => [a.acteeId, actorJson(a)] as const),
     ...acteeProjects.map((p) => [p.acteeId, projectJson(p)] as const),
     ...acteeForms.map((r) => [r.form.acteeId, formJson(r.form, r.def)] as const),

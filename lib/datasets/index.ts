@@ -79,12 +79,19 @@ export async function getDatasetByIdOrNotFound(ctx: Ctx, id: number): Promise<Lo
   return { dataset, project: await getProjectOrNotFound(ctx, dataset.projectId) };
 }
 
-/** Published properties of a Dataset in Central's order (published time, then creation). Reads only. */
+/**
+ * Published, live properties of a Dataset in Central's order: published time, then the position
+ * of the earliest form field that saves to it (a form's order), then creation. Reads only.
+ */
 export async function publishedProperties(ctx: Ctx, datasetId: number): Promise<Array<{ id: number; name: string; publishedAt: Date }>> {
+  // Aliased by hand: drizzle writes a one-table select's columns unqualified.
+  const fieldOrder = sql`(select min(f.idx) from ds_property_fields pf join form_defs fd on fd.id = pf.form_def_id
+    cross join lateral jsonb_array_elements(fd.fields) with ordinality as f(v, idx)
+    where pf.ds_property_id = ds_properties.id and f.v ->> 'path' = pf.path)`;
   const rows = await ctx.db.select({ id: dsProperties.id, name: dsProperties.name, publishedAt: dsProperties.publishedAt })
     .from(dsProperties)
     .where(and(eq(dsProperties.datasetId, datasetId), isNotNull(dsProperties.publishedAt), isNull(dsProperties.deletedAt)))
-    .orderBy(asc(dsProperties.publishedAt), asc(dsProperties.id));
+    .orderBy(asc(dsProperties.publishedAt), sql`${fieldOrder} nulls last`, asc(dsProperties.id));
   return rows.map((r) => ({ ...r, publishedAt: r.publishedAt! }));
 }
 
