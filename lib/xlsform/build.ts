@@ -56,6 +56,8 @@ export interface Element {
   trigger?: string;
   choiceFilter?: string;
   listName?: string;
+  /** OSM tags (the osm sheet's list named by `osm list`): key and label. */
+  osmTags?: Array<{ key: string; label?: string }>;
   itemsetFile?: string;
   /** `select_one ${q}`: choices from the answers to q in its repeat. */
   itemsetRef?: string;
@@ -235,6 +237,8 @@ function splitType(raw: string): { base: string; arg?: string; orOther: boolean 
     ?? /^(select_one_external|select one external|select_one|select one|select_multiple|select multiple|select all that apply|select1|rank|q select1|q select)\s+(?:from\s+)?(\S+)$/i.exec(t)
     ?? /^(select one from|select all that apply from|select_one from|select_multiple from|select multiple from|add select one prompt using|add select multiple prompt using|select one using|select multiple using)\s+(\S+)$/i.exec(t);
   if (m) return { base: m[1]!.toLowerCase().replace(/^select (one|multiple) from file$/, 'select_$1_from_file'), arg: m[2]!, orOther };
+  const osm = /^osm\s+(\S+)$/i.exec(t);
+  if (osm) return { base: 'osm', arg: osm[1]!, orOther };
   const loop = /^begin[ _]loop(?: over)?\s+(\S+)$/i.exec(t);
   if (loop) return { base: 'begin loop', arg: loop[1]!, orOther };
   return { base: t, orOther };
@@ -445,6 +449,13 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     el.info = info;
     fillElement(el, row);
     el.parent = parent;
+    if (canonical === 'osm' && arg) {
+      const osmSheet = book.get('osm');
+      const parsedOsm = osmSheet ? parseSheet(osmSheet, 'choices', settings.defaultLanguage, settings.clean) : null;
+      el.osmTags = (parsedOsm?.rows ?? [])
+        .filter((r) => (r.values.get('list_name') ?? r.values.get('list name')) === arg && r.values.get('name') != null)
+        .map((r) => ({ key: r.values.get('name')!, label: textOfString(r) }));
+    }
     checkParameterKeys(canonical, el.parameters, row.row);
     for (const [k, val] of checkTypeParameters(canonical, el.parameters, el.control.get('appearance'), row.row)) el.control.set(k, val);
     if (canonical === 'range') el.range = rangeParameters(el.parameters, el.control.get('appearance') ?? '', row.row, lists);

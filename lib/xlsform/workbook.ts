@@ -157,7 +157,7 @@ function checkRowCount(sheet: string, rows: number): void {
   }
 }
 
-const XLSFORM_SHEETS = new Set(['survey', 'choices', 'settings', 'entities', 'external_choices']);
+const XLSFORM_SHEETS = new Set(['survey', 'choices', 'settings', 'entities', 'external_choices', 'osm']);
 
 /**
  * The sheets of an .xlsx worth parsing: the XLSForm sheets (any case) when there is a survey sheet,

@@ -524,6 +524,7 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
     }
     items = `<itemset nodeset="${escAttr(itemsetNodeset(ctx, el, el.listName!))}"><value ref="${escAttr(valueRef)}"/><label ref="${escAttr(labelRef)}"/></itemset>`;
   }
+  if (el.osmTags) items = el.osmTags.map((t) => `<tag${attrs([['key', t.key]])}>${t.label != null ? `<label>${escText(t.label)}</label>` : ''}</tag>`).join('');
   if (el.range?.labelset) {
     const list = ctx.survey.lists.get(el.range.labelset);
     const labelRef = list?.itext ? 'jr:itext(itextId)' : 'label';
