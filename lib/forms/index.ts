@@ -477,15 +477,18 @@ async function purgeOne(tx: Ctx, form: FormRow): Promise<void> {
  * UI shows before publishing: `[{ name, isNew?, properties: [{ name, isNew?, inForm }] }]` (isNew
  * for the draft only; lib/datasets `datasetDiffForDef`).
  * @throws 404.1 unknown form (or no draft / never published); 401.2/403.1 without form.read
- *   (draft: form.update). Reads only.
+ *   (draft: form.update), or without dataset.list on the project. Reads only.
  */
 export async function datasetDiff(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean): Promise<unknown[]> {
   if (draft) {
-    const { draft: def } = await loadDraft(ctx, projectId, xmlFormId, 'form.update');
+    const { draft: def, project } = await loadDraft(ctx, projectId, xmlFormId, 'form.update');
+    // As Central, seeing what a form does to Datasets also needs dataset.list on the project.
+    await canOrReject(ctx, 'dataset.list', projectActee(project));
     return datasetDiffForDef(ctx, def, true);
   }
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canReadFormOrReject(ctx, f);
+  await canOrReject(ctx, 'dataset.list', projectActee(f.project));
   if (f.form.currentDefId == null) throw problems.user.notFound();
   return datasetDiffForDef(ctx, await getDefOrNotFound(ctx, f.form.currentDefId), false);
 }
