@@ -344,6 +344,11 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     if (similar) warnings.push(similar + SUPPRESS_SPELLING);
   }
   const survey = parseSheet(surveySheet, 'survey', settings.defaultLanguage, settings.clean);
+  if (surveySheet.headers.some((h) => h.trim() !== '') && !survey.columns.has('type')) {
+    throw new XlsFormError(
+      "Invalid headers provided for sheet: 'survey'. One or more required column headers were not found: 'type'. Learn more: https://xlsform.org/en/#setting-up-your-worksheets",
+    );
+  }
   const choicesSheet = book.get('choices');
   const choices = choicesSheet ? parseSheet(choicesSheet, 'choices', settings.defaultLanguage, settings.clean) : null;
   const extSheet = book.get('external_choices');

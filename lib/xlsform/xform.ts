@@ -479,6 +479,9 @@ function bodyXml(ctx: Ctx, el: Element, triggers: Map<Element, Element[]>): stri
     control.push(['query', itemsetNodeset(ctx, el, el.listName!)]);
   }
   if (modelOnly(el)) return '';
+  if (el.media.has('big-image') && !el.media.has('image')) {
+    throw new XlsFormError(`To use big-image, you must also specify an image for the survey element named ${el.name}.`);
+  }
   const label = labelXml(ctx, el, where);
   const hint = hintXml(ctx, el, { ...where, column: 'hint' });
   if (((!label && !hint) || (el.label == null && el.hint == null && el.media.size === 0)) && !el.generated && !el.emptyLabel) {
@@ -580,7 +583,14 @@ function choiceInstance(ctx: Ctx, list: ChoiceList): string {
           addText(ctx, lang, id, outputText(ctx, v, { ...where, column }).xml);
         }
       }
-      for (const [col, t] of c.media) for (const [lang, v] of perLanguage(ctx, t)) addText(ctx, lang, id, escText(`${MEDIA_PREFIX[col]}${v}`), col);
+      for (const [col, t] of c.media) {
+        for (const [lang, v] of perLanguage(ctx, t)) {
+          // A `${}` in a media cell becomes an <output/> after the jr:// prefix (pyxform 4.5).
+          const column = typeof t === 'string' || lang === 'default' ? col : `${col}::${lang}`;
+          const xml = v.includes('${') ? outputText(ctx, `${MEDIA_PREFIX[col]}${v}`, { ...where, column }).xml : escText(`${MEDIA_PREFIX[col]}${v}`);
+          addText(ctx, lang, id, xml, col);
+        }
+      }
       inner += `<name>${escText(c.name)}</name>`;
     } else {
       inner += `<name>${escText(c.name)}</name>`;
