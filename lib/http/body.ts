@@ -114,12 +114,15 @@ export async function peekJsonBody(c: Context<AppEnv>): Promise<unknown> {
   return value;
 }
 
+/** Secrets that only ever reach bcrypt or PBKDF2, never a text column: NUL is theirs to hold (Central's bcrypt quirk). */
+const SECRET_KEYS = new Set(['password', 'old', 'new', 'passphrase']);
+
 /** Whether any string (or key) in a parsed JSON value holds a NUL character, which PostgreSQL text cannot. */
 function hasNul(value: unknown, depth = 0): boolean {
   if (typeof value === 'string') return value.includes('\0');
   if (value == null || typeof value !== 'object' || depth > 64) return false;
   if (Array.isArray(value)) return value.some((v) => hasNul(v, depth + 1));
-  return Object.entries(value).some(([k, v]) => k.includes('\0') || hasNul(v, depth + 1));
+  return Object.entries(value).some(([k, v]) => k.includes('\0') || (!(depth === 0 && SECRET_KEYS.has(k)) && hasNul(v, depth + 1)));
 }
 
 /** The JSON body for a handler: as peekJsonBody. */

@@ -39,6 +39,13 @@ describe('POST /v1/sessions', () => {
     expect((await json(res)).message).toBe(message);
   });
 
+  test('a password repeated after a NUL character logs in, as bcrypt reads only up to it (Central)', async () => {
+    const h = await harness();
+    const { email, password } = fixtureUsers.chelsea;
+    const res = await h.post('/v1/sessions', { body: { email, password: `${password}\u0000${password}` } });
+    expect(res.status).toBe(200);
+  });
+
   test('logs in: session JSON, cookies, audit user.session.create', async () => {
     const h = await harness();
     const before = Date.now();
