@@ -76,7 +76,7 @@ afterAll(() => {
   }
   const failedByReason: Record<string, number> = {};
   for (const r of results.filter((x) => !x.passed)) {
-    const reason = known[r.c.id] ?? 'unlisted';
+    const reason = (known[r.c.id] ?? 'unlisted').replace(/ \(first failed check:[\s\S]*$/, '');
     failedByReason[reason] = (failedByReason[reason] ?? 0) + 1;
   }
   if (results.length < data.cases.length - notRunnable.length) return; // a filtered run: no summary
@@ -96,6 +96,9 @@ afterAll(() => {
     `pyxform suite: ${summary.cases} cases, ${summary.run} run, ${summary.notRunnable} not runnable, ` +
       `${summary.passed} passed, ${summary.failed} failed (${summary.passRate} % of those run)`,
   );
+  for (const [mod, m] of Object.entries(perModule)) {
+    if (m.failed > 0 || m.notRunnable > 0) console.log(`  ${mod}: ${m.passed}/${m.run} passed${m.notRunnable ? `, ${m.notRunnable} not runnable` : ''}`);
+  }
   writeFileSync(new URL('summary.json', DIR), `${JSON.stringify(summary, null, 1)}\n`);
   if (UPDATE) {
     const next: Record<string, string> = {};

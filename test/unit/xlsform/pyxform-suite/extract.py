@@ -9,8 +9,8 @@ How: the test modules are imported as the package `tests` with `tests.pyxform_te
 by a recorder whose `assertPyxformXform` stores its arguments, and every other assert a no-op.
 pyxform itself is not installed: the few pure modules the tests read constants and error texts
 from (errors, constants, util/enum, aliases, question_type_dictionary, and the validators holding
-warning texts) are loaded from a pyxform
-v4.5.0 source tree (a checkout, or a git directory read at `--rev`); every other `pyxform.*` module
+warning texts) are loaded from a pyxform v4.5.0 source tree (a checkout, or a git directory read
+at `--rev`; data only, none of it is committed); every other `pyxform.*` module
 and third-party import (lxml, openpyxl, psutil…) is a stand-in whose attributes are mocks, so test
 code that calls pyxform directly records nothing (those are not assertPyxformXform cases) or
 records a case marked not runnable when a mock leaked into its expectations.
@@ -18,7 +18,9 @@ records a case marked not runnable when a mock leaked into its expectations.
   python3 test/unit/xlsform/pyxform-suite/extract.py \
     --tests ../shared/reference/pyxform-tests --pyxform-src <pyxform checkout or git dir> [--rev v4.5.0]
 
-Writes cases.json beside this script (sorted, stable: re-running gives the same file).
+Writes cases.json beside this script (stable: re-running gives the same file). A case is one call,
+so a test looping over sub-cases gives several (`id#n`); cases needing ODK Validate (Java), a
+pyxform Survey object, or values computed by pyxform internals are kept with `runnable: false`.
 """
 
 import argparse
