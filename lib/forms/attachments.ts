@@ -11,7 +11,10 @@ import { XLS_TYPE, XLSX_TYPE } from './definitions';
 import { canOnFormOrReject, canReadFormOrReject, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from './queries';
 import { getVersion } from './index';
 
-/** Form Attachment JSON as Central lists it (central-outputs/withAttachments/api/form-attachments.json). */
+/**
+ * Form Attachment JSON as Central lists it (central-outputs/withAttachments/api/form-attachments.json);
+ * as Central's frame, `updatedAt` only once set and `size` only with a file.
+ */
 export interface AttachmentJson {
   name: string;
   type: string;
@@ -19,8 +22,10 @@ export interface AttachmentJson {
   exists: boolean;
   blobExists: boolean;
   datasetExists: boolean;
-  updatedAt: string | null;
-  size: number | null;
+  /** Left out until the attachment first changes (Central's frame). */
+  updatedAt?: string;
+  /** Only with an uploaded file. */
+  size?: number | null;
 }
 
 type Joined = { a: FormAttachmentRow; md5: string | null; size: number | null; sha: string | null };
@@ -32,8 +37,8 @@ const attachmentJson = (r: Joined): AttachmentJson => ({
   exists: r.a.blobId != null || r.a.datasetId != null,
   blobExists: r.a.blobId != null,
   datasetExists: r.a.datasetId != null,
-  updatedAt: iso(r.a.updatedAt),
-  size: r.size,
+  ...(r.a.updatedAt != null ? { updatedAt: iso(r.a.updatedAt)! } : {}),
+  ...(r.a.blobId != null ? { size: r.size } : {}),
 });
 
 async function attachmentsOf(ctx: Ctx, defId: number): Promise<Joined[]> {

@@ -307,7 +307,7 @@ describe('itemsets.csv', () => {
     const csv = new TextEncoder().encode(itemsets!);
     const list = await json<Json[]>(await h.get(`${F(h, id)}/attachments`, { as: 'alice' }));
     expect(list).toEqual([{
-      name: 'itemsets.csv', type: 'file', hash: md5(csv), exists: true, blobExists: true, datasetExists: false, updatedAt: null, size: csv.byteLength,
+      name: 'itemsets.csv', type: 'file', hash: md5(csv), exists: true, blobExists: true, datasetExists: false, size: csv.byteLength,
     }]);
     const res = await h.get(`${F(h, id)}/attachments/itemsets.csv`, { as: 'alice' });
     expect(res.status).toBe(200);
