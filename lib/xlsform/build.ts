@@ -314,6 +314,9 @@ function fillElement(el: Element, row: Row): void {
   }
   const appearance = v.get('appearance');
   if (appearance) el.control.set('appearance', appearance);
+  // SMS compact tag (pyxform's compact_tag column) becomes odk:tag on the instance node.
+  const compactTag = v.get('compact_tag');
+  if (compactTag != null) el.instanceAttrs.set('odk:tag', compactTag);
   for (const k of ['autoplay', 'rows', 'intent'] as const) {
     const x = v.get(k);
     if (x != null) el.control.set(k === 'rows' ? 'rows' : k, x);

@@ -776,7 +776,13 @@ export function renderXForm(survey: Survey): string {
   let inner = root.children.filter((c) => c !== meta).map((c) => instanceXml(ctx, c, 'top')).join('');
   const metaInner = (ctx.entityXml.get(root) ?? '') + meta.children.map((c) => instanceXml(ctx, c, 'top')).join('');
   if (metaInner) inner += `<meta>${metaInner}</meta>`;
-  const rootAttrs = attrs([['id', s.id], ['version', s.version]]);
+  // SMS compact encoding (pyxform's prefix / delimiter settings) goes on the instance root.
+  const rootAttrs = attrs([
+    ['id', s.id],
+    ['odk:delimiter', s.extra.get('delimiter') ?? s.extra.get('compact_delimiter')],
+    ['odk:prefix', s.extra.get('prefix') ?? s.extra.get('compact_prefix')],
+    ['version', s.version],
+  ]);
   const primary = `<instance><${root.name}${rootAttrs}>${inner}</${root.name}></instance>`;
 
   if (survey.usesLastSaved) ctx.instances.set('__last-saved', `<instance id="__last-saved" src="jr://instance/last-saved"/>`);
