@@ -598,6 +598,8 @@ export function buildSurvey(book: Workbook, opts: ConvertOptions): Survey {
     if (!external) {
       throw new XlsFormError(`There should be an external_choices sheet in this xlsform.${spaced(sheetMisspellings(book, 'external_choices'))} Please ensure that the external_choices sheet has the mandatory columns 'list_name', 'name', and 'label'.`);
     }
+    const known = new Set(external.rows.map((r) => r.values.get('list_name')).filter((n) => n != null));
+    for (const name of externalLists) if (!known.has(name)) throw new XlsFormError(`List name not in external choices sheet: ${name}`);
     itemsets = itemsetsCsv(external, extSheet!.headers);
   }
 
