@@ -5,7 +5,7 @@
 import { sql } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import { describe, expect, test } from 'vitest';
-import { compileODataFilter, type FilterFieldResolver } from '../../../lib/exports/filter';
+import { compileODataFilter, parseODataFilter, type FilterFieldResolver } from '../../../lib/exports/filter';
 import { systemFilterField } from '../../../lib/exports';
 import { problemOf } from '../../helpers/problems';
 
@@ -87,5 +87,17 @@ describe('systemFilterField (what exports may filter on)', () => {
     for (const path of ['__system/submitterName', '__system/deviceId', '__system/attachmentsPresent', 'name', 'meta/instanceID']) {
       expect(systemFilterField(path), path).toBeNull();
     }
+  });
+});
+
+describe('parseODataFilter bounds (CPU: the parser slows steeply with nesting)', () => {
+  test('nesting past 100 parentheses or a filter over 10,000 characters is a quick 400.18', () => {
+    const deep = `${'('.repeat(3000)}__system/reviewState eq 'approved'${')'.repeat(3000)}`;
+    const t0 = performance.now();
+    expect(() => parseODataFilter(deep)).toThrow(expect.objectContaining({ code: 400.18 }));
+    expect(() => parseODataFilter(`__id eq '${'x'.repeat(10_001)}'`)).toThrow(expect.objectContaining({ code: 400.18 }));
+    expect(performance.now() - t0).toBeLessThan(100);
+    const ok = `${'('.repeat(20)}__system/reviewState eq 'approved'${')'.repeat(20)}`;
+    expect(parseODataFilter(ok)).toBeTruthy();
   });
 });
