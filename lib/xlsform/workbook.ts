@@ -207,7 +207,12 @@ function cellText(cell: XLSX.CellObject | undefined, date1904: boolean): string 
       if (fmt && XLSX.SSF.is_date(fmt)) {
         const d = XLSX.SSF.parse_date_code(v, { date1904 });
         if (d) {
-          const time = `${pad(d.H)}:${pad(d.M)}:${pad(Math.floor(d.S))}`;
+          // openpyxl rounds the day fraction to the millisecond and Python prints microseconds
+          // when there are any: 03:04:05.678000 (a version string keeps them).
+          const ms = Math.round((v - Math.floor(v)) * 86_400_000);
+          const fraction = ms % 1000 === 0 || ms >= 86_400_000 ? '' : `.${pad((ms % 1000) * 1000, 6)}`;
+          const time = ms >= 86_400_000 ? `${pad(d.H)}:${pad(d.M)}:${pad(Math.floor(d.S))}`
+            : `${pad(Math.floor(ms / 3_600_000))}:${pad(Math.floor(ms / 60_000) % 60)}:${pad(Math.floor(ms / 1000) % 60)}${fraction}`;
           if (v < 1 && v >= 0) return time;
           return `${d.y}-${pad(d.m)}-${pad(d.d)} ${time}`;
         }
@@ -216,7 +221,8 @@ function cellText(cell: XLSX.CellObject | undefined, date1904: boolean): string 
     }
     case 'd': {
       const d = cell.v as Date;
-      return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`;
+      const ms = d.getUTCMilliseconds();
+      return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}${ms ? `.${pad(ms * 1000, 6)}` : ''}`;
     }
     case 'e':
       return '';
