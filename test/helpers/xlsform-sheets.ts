@@ -6,8 +6,8 @@
 import * as XLSX from '@e965/xlsx';
 import { SaxesParser, type SaxesTagNS } from 'saxes';
 
-/** One sheet: the header row first, then the data rows; null leaves a cell blank. */
-export type Rows = (string | number | boolean | null)[][];
+/** One sheet: the header row first, then the data rows; null leaves a cell blank; a Date is a date-time cell. */
+export type Rows = (string | number | boolean | Date | null)[][];
 /** Sheet name → rows, in workbook order. */
 export type Sheets = Record<string, Rows>;
 
