@@ -4,6 +4,7 @@ import { isExtended, newApp, success, type AppEnv } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
 import { projectId, stringParam } from '../../lib/http/params';
 import { blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
+import { Problem } from '../../lib/problem';
 import * as attachments from '../../lib/submissions/attachments';
 import * as comments from '../../lib/submissions/comments';
 import { createSubmission, updateSubmission } from '../../lib/submissions/ingest';
@@ -18,10 +19,31 @@ const inst = (c: C) => stringParam(c, 'instanceId');
 const client = (c: C) => ({ deviceId: c.req.query('deviceID') ?? null, userAgent: c.req.header('user-agent') ?? null });
 const target = (c: C, draft: boolean) => ({ projectId: projectId(c), xmlFormId: form(c), instanceId: inst(c), draft });
 const file = async (c: C) => ({ bytes: await bodyBytes(c), contentType: c.req.header('content-type')?.split(';')[0]?.trim() || null });
-// Central answers Express's redirect page: 301, text/html, Location the submission's own URL.
-const moved = (c: C, to: string) => {
-  const url = c.req.path.replace(/[^/]+$/, encodeURIComponent(to));
-  return c.html(`<p>Moved Permanently. Redirecting to <a href="${url}">${url}</a></p>`, 301, { Location: url });
+/**
+ * Central's redirect for an edit's instanceID (util/http convertToSubmissionVersion): 301 to
+ * `…/submissions/{rootId}/versions/{the id as sent}{rest of the path}{query}`, as Express words it
+ * (HTML when the client accepts it, else plain text).
+ */
+const moved = (c: C, root: string, instanceId: string) => {
+  const url = new URL(c.req.url);
+  const parts = url.pathname.split('/');
+  const at = parts.findIndex((p, i) => i > 0 && parts[i - 1] === 'submissions' && decodeURIComponent(p.replace(/(.)\.xml$/, '$1')) === instanceId);
+  const to = [...parts.slice(0, at), encodeURIComponent(root), 'versions', ...parts.slice(at)].join('/') + url.search;
+  if ((c.req.header('accept') ?? '').includes('text/html')) {
+    return c.html(`<p>Moved Permanently. Redirecting to <a href="${to}">${to}</a></p>`, 301, { Location: to });
+  }
+  return c.text(`Moved Permanently. Redirecting to ${to}`, 301, { Location: to });
+};
+/** Runs a read of S…; when the id is an edit's (404.1 and a root exists), answers Central's redirect. */
+const orMoved = async (c: C, draft: boolean, read: () => Promise<Response>): Promise<Response> => {
+  try {
+    return await read();
+  } catch (err) {
+    if (!(err instanceof Problem) || err.code !== 404.1) throw err;
+    const root = await queries.rootForVersion(c.var.ctx, projectId(c), form(c), inst(c), draft);
+    if (root == null) throw err;
+    return moved(c, root, inst(c));
+  }
 };
 
 export const submissionRestRoutes = newApp();
@@ -33,15 +55,23 @@ for (const [prefix, draft] of [[`${F}/submissions`, false], [`${F}/draft/submiss
     .post(prefix, async (c) =>
       c.json(await createSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), draft, xml: await bodyBytes(c), ...client(c) })))
     .get(`${prefix}/keys`, async (c) => c.json(await manage.listSubmissionKeys(c.var.ctx, projectId(c), form(c), draft)))
-    .get(`${prefix}/:file{[^/]+\\.xml}`, async (c) =>
-      xmlResponse(await queries.getSubmissionXml(c.var.ctx, projectId(c), form(c), stringParam(c, 'file').replace(/\.xml$/, ''), draft)))
+    .get(`${prefix}/:file{[^/]+\\.xml}`, async (c) => {
+      const id = stringParam(c, 'file').replace(/\.xml$/, '');
+      try {
+        return xmlResponse(await queries.getSubmissionXml(c.var.ctx, projectId(c), form(c), id, draft));
+      } catch (err) {
+        const root = err instanceof Problem && err.code === 404.1 ? await queries.rootForVersion(c.var.ctx, projectId(c), form(c), id, draft) : null;
+        if (root == null) throw err;
+        return moved(c, root, id);
+      }
+    })
     .get(`${prefix}/:instanceId`, async (c) => {
       const found = await queries.getSubmission(c.var.ctx, projectId(c), form(c), inst(c), draft, isExtended(c));
-      return 'redirectTo' in found ? moved(c, found.redirectTo) : c.json(found);
+      return 'redirectTo' in found ? moved(c, found.redirectTo, inst(c)) : c.json(found);
     })
-    .get(`${prefix}/:instanceId/attachments`, async (c) => c.json(await attachments.listAttachments(c.var.ctx, target(c, draft))))
-    .get(`${prefix}/:instanceId/attachments/:filename`, async (c) =>
-      blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, target(c, draft), stringParam(c, 'filename')), { imageInline: true }))
+    .get(`${prefix}/:instanceId/attachments`, (c) => orMoved(c, draft, async () => c.json(await attachments.listAttachments(c.var.ctx, target(c, draft)))))
+    .get(`${prefix}/:instanceId/attachments/:filename`, (c) => orMoved(c, draft, async () =>
+      blobResponse(c, c.var.ctx, await attachments.getAttachmentFile(c.var.ctx, target(c, draft), stringParam(c, 'filename')), { imageInline: true })))
     .post(`${prefix}/:instanceId/attachments/:filename`, async (c) => {
       await attachments.setAttachment(c.var.ctx, target(c, draft), stringParam(c, 'filename'), await file(c));
       return success(c);

@@ -89,6 +89,18 @@ async function rootOfVersion(ctx: Ctx, f: LoadedForm, versionId: string, draft: 
   return row && row.instanceId !== versionId ? row.instanceId : null;
 }
 
+/**
+ * The logical instanceID of the submission that `versionId` is a later version of (an edit), for
+ * Central's redirect of S, S.xml and S/attachments… to S/versions/{versionId}…; null when the id
+ * names no such version. Checks `submission.read` first, so the redirect reveals nothing.
+ * @throws 404.1 unknown form; 401.2/403.1 without submission.read. Reads only.
+ */
+export async function rootForVersion(ctx: Ctx, projectId: number, xmlFormId: string, versionId: string, draft: boolean): Promise<string | null> {
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'submission.read', f);
+  return rootOfVersion(ctx, f, versionId, draft);
+}
+
 /** GET S answers this instead of JSON when the id is one of a submission's later versions. */
 export interface SubmissionRedirect {
   redirectTo: string;

@@ -115,10 +115,10 @@ describe('Collect submits, edits; a manager reviews (real socket)', () => {
 
     const one = await bobJson(S);
     expect(one).toEqual(subs[0]);
-    // The edit's instanceID is a version, not a submission: Central's 301 to the submission.
+    // The edit's instanceID is a version, not a submission: Central's 301 to that version.
     const moved = await bob(`${F}/submissions/${encodeURIComponent(editId)}`, { redirect: 'manual' });
     expect(moved.status).toBe(301);
-    expect(moved.headers.get('location')).toBe(S);
+    expect(moved.headers.get('location')).toBe(`${S}/versions/${encodeURIComponent(editId)}`);
 
     const xmlRes = await bob(`${F}/submissions/${encodeURIComponent(instanceId)}.xml`);
     expect(xmlRes.status).toBe(200);

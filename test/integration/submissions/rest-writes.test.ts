@@ -345,16 +345,22 @@ describe('PUT S (REST edit)', () => {
 });
 
 describe('GET S for a later version; S/edit', () => {
-  test("the instanceID of an edit answers 301 text/html to the submission's own URL; unknown 404.1; S/edit 501.1", async () => {
+  test("an edit's instanceID answers Central's 301 to S/versions/{id} (S, .xml, attachments, query kept); unknown 404.1; S/edit 501.1", async () => {
     const h = await harness();
     await createForm(h, 'simple');
     await create(h, 'simple', fixture('submissions/simple.one.xml'));
     await put(h, 'simple', 'one', edit(fixture('submissions/simple.one.xml'), 'one', 'uuid:one-edit'));
-    const res = await h.get(S(h, 'simple', 'uuid:one-edit'), { as: 'bob' });
-    expect(res.status).toBe(301);
-    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(res.headers.get('location')).toMatch(new RegExp(`/v1/projects/${h.projectId}/forms/simple/submissions/one$`));
-    expect(await res.text()).toContain('/submissions/one');
+    const base = `/v1/projects/${h.projectId}/forms/simple/submissions`;
+    for (const [sent, suffix] of [['uuid%3Aone-edit', ''], ['uuid%3Aone-edit', '.xml'], ['uuid%3Aone-edit', '/attachments'], ['uuid:one-edit', '/attachments/x.jpg'], ['uuid%3Aone-edit', '?foo=bar']] as const) {
+      const res = await h.get(`${base}/${sent}${suffix}`, { as: 'bob' });
+      expect(res.status, suffix).toBe(301);
+      const to = `${base}/one/versions/${sent}${suffix}`;
+      expect(res.headers.get('location'), suffix).toBe(to);
+      expect(await res.text()).toBe(`Moved Permanently. Redirecting to ${to}`);
+    }
+    const html = await h.get(S(h, 'simple', 'uuid:one-edit'), { as: 'bob', headers: { Accept: 'text/html' } });
+    expect(html.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await html.text()).toContain('<p>Moved Permanently. Redirecting to <a href=');
     // Extended and draft: the same redirect; the draft has no such version.
     expect((await h.get(S(h, 'simple', 'uuid:one-edit'), { as: 'bob', headers: EXT })).status).toBe(301);
     await expectProblem(await h.get(`${F(h, 'simple')}/draft/submissions/uuid%3Aone-edit`, { as: 'bob' }), 404, NOT_FOUND);
