@@ -57,38 +57,57 @@ async function downloadOf(ctx: Ctx, target: AttachmentTarget, filterActorId: num
   return { kind: 'entities', filename: target.name, etag: hash.hash, body: () => entityListCsv(ctx, datasetId, props, filterActorId) };
 }
 
+/** Where a newest-first keyset page ends: the last row's (createdAt, id). */
+type Keyset = { createdAt: Date; id: number };
+
+/** `(created_at, id) < before` for the next newest-first page, or no condition for the first. */
+const beforeKeyset = (before: Keyset | null) =>
+  before ? sql`(${entities.createdAt}, ${entities.id}) < (${before.createdAt.toISOString()}::timestamptz, ${before.id})` : undefined;
+
+/**
+ * A CSV stream of a header and then pages of rows read newest first by keyset: `page(before)`
+ * reads the next page (at most 5,000 rows) after `before`, `line(row)` gives a row's cells and
+ * `key(row)` its keyset. Memory is bounded by one page. Reads only.
+ */
+function keysetCsv<R>(header: string[], page: (before: Keyset | null) => Promise<R[]>, line: (r: R) => string[], key: (r: R) => Keyset): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  let before: Keyset | null = null;
+  let sentHeader = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!sentHeader) {
+        sentHeader = true;
+        controller.enqueue(enc.encode(csvLine(header)));
+      }
+      const rows = await page(before);
+      if (rows.length === 0) {
+        controller.close();
+        return;
+      }
+      let out = '';
+      for (const r of rows) out += csvLine(line(r));
+      before = key(rows[rows.length - 1]!);
+      controller.enqueue(enc.encode(out));
+    },
+  });
+}
+
 /**
  * The entity list CSV a form consumes: `name,label,__version,<properties>`, one row per live entity
  * visible to `filterActorId` (all for null), newest first as Central, streamed in batches of 5,000
  * by keyset (memory bounded by the batch). Reads only.
  */
 export function entityListCsv(ctx: Ctx, datasetId: number, props: string[], filterActorId: number | null): ReadableStream<Uint8Array> {
-  const enc = new TextEncoder();
-  let before: { createdAt: Date; id: number } | null = null;
-  let sentHeader = false;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (!sentHeader) {
-        sentHeader = true;
-        controller.enqueue(enc.encode(csvLine(['name', 'label', '__version', ...props])));
-      }
-      const rows = await ctx.db.select({ uuid: entities.uuid, createdAt: entities.createdAt, id: entities.id, def: entityDefs })
-        .from(entities)
-        .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
-        .where(and(eq(entities.datasetId, datasetId), sql`${entities.deletedAt} is null`, entityVisibleTo(filterActorId),
-          before ? sql`(${entities.createdAt}, ${entities.id}) < (${before.createdAt.toISOString()}::timestamptz, ${before.id})` : undefined))
-        .orderBy(desc(entities.createdAt), desc(entities.id)).limit(5000);
-      if (rows.length === 0) {
-        controller.close();
-        return;
-      }
-      let out = '';
-      for (const r of rows) out += csvLine([r.uuid, r.def.label, String(r.def.version), ...props.map((p) => r.def.data[p] ?? '')]);
-      const last = rows[rows.length - 1]!;
-      before = { createdAt: last.createdAt, id: last.id };
-      controller.enqueue(enc.encode(out));
-    },
-  });
+  return keysetCsv(
+    ['name', 'label', '__version', ...props],
+    (before) => ctx.db.select({ uuid: entities.uuid, createdAt: entities.createdAt, id: entities.id, def: entityDefs })
+      .from(entities)
+      .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
+      .where(and(eq(entities.datasetId, datasetId), sql`${entities.deletedAt} is null`, entityVisibleTo(filterActorId), beforeKeyset(before)))
+      .orderBy(desc(entities.createdAt), desc(entities.id)).limit(5000),
+    (r) => [r.uuid, r.def.label, String(r.def.version), ...props.map((p) => r.def.data[p] ?? '')],
+    (r) => ({ createdAt: r.createdAt, id: r.id }),
+  );
 }
 
 /**
@@ -97,36 +116,18 @@ export function entityListCsv(ctx: Ctx, datasetId: number, props: string[], filt
  * of 5,000 by keyset. Rights are the caller's. Reads only.
  */
 export function entitiesCsvStream(ctx: Ctx, datasetId: number, props: string[]): ReadableStream<Uint8Array> {
-  const enc = new TextEncoder();
-  let before: { createdAt: Date; id: number } | null = null;
-  let sentHeader = false;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (!sentHeader) {
-        sentHeader = true;
-        controller.enqueue(enc.encode(csvLine(['__id', 'label', ...props, '__createdAt', '__creatorId', '__creatorName', '__updates', '__updatedAt', '__version'])));
-      }
-      const rows = await ctx.db.select({ e: entities, def: entityDefs, creator: actors.displayName }).from(entities)
-        .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
-        .leftJoin(actors, eq(actors.id, entities.creatorId))
-        .where(and(eq(entities.datasetId, datasetId), isNull(entities.deletedAt),
-          before ? sql`(${entities.createdAt}, ${entities.id}) < (${before.createdAt.toISOString()}::timestamptz, ${before.id})` : undefined))
-        .orderBy(desc(entities.createdAt), desc(entities.id)).limit(5000);
-      if (rows.length === 0) {
-        controller.close();
-        return;
-      }
-      let out = '';
-      for (const r of rows) {
-        out += csvLine([r.e.uuid, r.def.label, ...props.map((p) => r.def.data[p] ?? ''), r.e.createdAt.toISOString(),
-          r.e.creatorId == null ? '' : String(r.e.creatorId), r.creator ?? '', String(r.def.version - 1),
-          r.e.updatedAt ? r.e.updatedAt.toISOString() : '', String(r.def.version)]);
-      }
-      const last = rows[rows.length - 1]!;
-      before = { createdAt: last.e.createdAt, id: last.e.id };
-      controller.enqueue(enc.encode(out));
-    },
-  });
+  return keysetCsv(
+    ['__id', 'label', ...props, '__createdAt', '__creatorId', '__creatorName', '__updates', '__updatedAt', '__version'],
+    (before) => ctx.db.select({ e: entities, def: entityDefs, creator: actors.displayName }).from(entities)
+      .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
+      .leftJoin(actors, eq(actors.id, entities.creatorId))
+      .where(and(eq(entities.datasetId, datasetId), isNull(entities.deletedAt), beforeKeyset(before)))
+      .orderBy(desc(entities.createdAt), desc(entities.id)).limit(5000),
+    (r) => [r.e.uuid, r.def.label, ...props.map((p) => r.def.data[p] ?? ''), r.e.createdAt.toISOString(),
+      r.e.creatorId == null ? '' : String(r.e.creatorId), r.creator ?? '', String(r.def.version - 1),
+      r.e.updatedAt ? r.e.updatedAt.toISOString() : '', String(r.def.version)],
+    (r) => ({ createdAt: r.e.createdAt, id: r.e.id }),
+  );
 }
 
 /**
