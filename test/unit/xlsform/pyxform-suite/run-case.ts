@@ -18,6 +18,7 @@ import * as XLSX from '@e965/xlsx';
 import { DOMParser } from '@xmldom/xmldom';
 import * as xpath from 'xpath';
 import { convertXlsForm, XlsFormError } from '../../../../lib/xlsform';
+import { NS } from '../../../helpers/xlsform-sheets';
 
 type Cell = string | number | boolean | null | { $date: string };
 export interface Case {
@@ -52,18 +53,10 @@ export interface Expect {
   name?: string;
 }
 
-const XFORMS = 'http://www.w3.org/2002/xforms';
-/** pyxform's NSMAP, with `x` for the default (XForms) namespace. */
-const NSMAP: Record<string, string> = {
-  x: XFORMS,
-  h: 'http://www.w3.org/1999/xhtml',
-  ev: 'http://www.w3.org/2001/xml-events',
-  xsd: 'http://www.w3.org/2001/XMLSchema',
-  jr: 'http://openrosa.org/javarosa',
-  orx: 'http://openrosa.org/xforms',
-  odk: 'http://www.opendatakit.org/xforms',
-  entities: 'http://www.opendatakit.org/xforms/entities',
-};
+const { '': defaultNs, ...prefixed } = NS;
+const XFORMS = defaultNs!;
+/** pyxform's NSMAP: the test helpers' prefixes, with `x` for the default (XForms) namespace. */
+const NSMAP: Record<string, string> = { x: XFORMS, ...prefixed };
 
 /** Builds the workbook (.xlsx bytes) from the case's sheets. */
 export function caseWorkbook(sheets: [string, Cell[][]][]): Uint8Array {
