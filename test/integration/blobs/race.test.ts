@@ -11,11 +11,7 @@
  * timeout so that a correct implementation, which waits on the other transaction, is not stuck.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { blobs } from '../../../drizzle/schema';
 import { readAll, storeBlob, sweepOrphanBlobs, type BlobStore } from '../../../lib/blobs';
@@ -23,14 +19,12 @@ import { hashBytes } from '../../../lib/blobs/hash';
 import { systemCtx, withTx, type Deps } from '../../../lib/context';
 import { createLogger } from '../../../lib/log';
 import { createFsBlobStore } from '../../../lib/runtime/fs-blobs';
-import { openDatabase, type NodeDatabase } from '../../../lib/runtime/node';
-import { testConfig } from '../../setup/config';
+import type { NodeDatabase } from '../../../lib/runtime/node';
+import { ownDatabase, type OwnDatabase } from '../../helpers/own-database';
 
-const mainUrl = process.env.DATABASE_URL;
+let own: OwnDatabase;
 let database: NodeDatabase;
 let deps: Deps;
-let blobDir: string;
-let raceDb: string | null = null;
 let files: BlobStore;
 
 /** Calls to hold: `delete` waits for `release()` (or the timeout) after telling `reached`. */
@@ -40,28 +34,11 @@ const gate = {
   released: Promise.resolve(),
 };
 
-async function adminSql(statement: string): Promise<void> {
-  const admin = postgres(mainUrl!, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(statement);
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
-}
-
 beforeAll(async () => {
-  let config = testConfig();
-  if (mainUrl) {
-    raceDb = `fb_blob_race_${randomBytes(6).toString('hex')}`;
-    await adminSql(`CREATE DATABASE "${raceDb}"`);
-    const url = new URL(mainUrl);
-    url.pathname = `/${raceDb}`;
-    config = testConfig({ DATABASE_URL: url.toString() });
-  }
-  database = await openDatabase(config, { pgliteDir: 'memory://' });
-  await database.migrate();
-  blobDir = mkdtempSync(join(process.env.FIELDBASE_TEST_TMP ?? tmpdir(), 'fieldbase-blob-race-'));
-  files = createFsBlobStore(blobDir);
+  own = await ownDatabase('fb_blob_race');
+  database = own.database;
+  const { config } = own;
+  files = createFsBlobStore(own.blobDir);
   const gated: BlobStore = {
     kind: files.kind,
     put: (k, b, t) => files.put(k, b, t),
@@ -80,9 +57,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await database?.close();
-  if (mainUrl && raceDb) await adminSql(`DROP DATABASE IF EXISTS "${raceDb}" WITH (FORCE)`);
-  if (blobDir) rmSync(blobDir, { recursive: true, force: true });
+  await own?.close();
 });
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

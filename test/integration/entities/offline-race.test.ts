@@ -7,13 +7,9 @@
  * connection: serialised, but the outcome must be the same).
  */
 import { serve, type ServerType } from '@hono/node-server';
-import { randomBytes } from 'node:crypto';
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { audits, entityDefs, entities, entitySubmissionBacklog } from '../../../drizzle/schema';
 import { localApp } from '../../../infra/local/app';
@@ -22,33 +18,22 @@ import { drainJobs } from '../../../lib/jobs';
 import { createLogger } from '../../../lib/log';
 import { withDeps } from '../../../lib/runtime/entry';
 import { createFsBlobStore } from '../../../lib/runtime/fs-blobs';
-import { openDatabase, type NodeDatabase } from '../../../lib/runtime/node';
+import type { NodeDatabase } from '../../../lib/runtime/node';
 import { createUserTask, promoteUserTask } from '../../../lib/users/admin-tasks';
-import { testConfig } from '../../setup/config';
+import { ownDatabase, type OwnDatabase } from '../../helpers/own-database';
 
 const N = 12;
 const UUID = '12345678-1234-4123-8234-123456789abc';
 const BRANCH = 'bbbbbbbb-1234-4123-8234-123456789abc';
 const fixture = (path: string) => readFileSync(new URL(`../../../../shared/fixtures/${path}`, import.meta.url), 'utf8');
-const mainUrl = process.env.DATABASE_URL;
 
 let database: NodeDatabase;
 let deps: Deps;
 let server: ServerType | undefined;
 let base: string;
-let blobDir: string;
-let raceDb: string | null = null;
+let own: OwnDatabase;
 let auth: Record<string, string> = {};
 let P: string;
-
-async function admin(sqlText: string): Promise<void> {
-  const client = postgres(mainUrl!, { max: 1, onnotice: () => {} });
-  try {
-    await client.unsafe(sqlText);
-  } finally {
-    await client.end({ timeout: 5 });
-  }
-}
 
 async function call(path: string, body: string, type = 'application/json'): Promise<Record<string, unknown>> {
   const res = await fetch(`${base}${path}`, { method: 'POST', headers: { ...auth, 'Content-Type': type }, body });
@@ -58,18 +43,9 @@ async function call(path: string, body: string, type = 'application/json'): Prom
 }
 
 beforeAll(async () => {
-  let config = testConfig();
-  if (mainUrl) {
-    raceDb = `fb_offline_${randomBytes(6).toString('hex')}`;
-    await admin(`CREATE DATABASE "${raceDb}"`);
-    const url = new URL(mainUrl);
-    url.pathname = `/${raceDb}`;
-    config = testConfig({ DATABASE_URL: url.toString() });
-  }
-  database = await openDatabase(config, { pgliteDir: 'memory://' });
-  await database.migrate();
-  blobDir = mkdtempSync(join(process.env.FIELDBASE_TEST_TMP ?? tmpdir(), 'fieldbase-offline-blobs-'));
-  deps = { db: database.db, blobs: createFsBlobStore(blobDir), config, log: createLogger('silent') };
+  own = await ownDatabase('fb_offline');
+  database = own.database;
+  deps = { db: own.database.db, blobs: createFsBlobStore(own.blobDir), config: own.config, log: createLogger('silent') };
   const ctx = systemCtx(deps);
   await createUserTask(ctx, 'offline-admin@example.org', 'offline admin password 1');
   await promoteUserTask(ctx, 'offline-admin@example.org');
@@ -86,9 +62,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (server) await new Promise((r) => server!.close(r));
-  await database?.close();
-  if (mainUrl && raceDb) await admin(`DROP DATABASE IF EXISTS "${raceDb}" WITH (FORCE)`);
-  if (blobDir) rmSync(blobDir, { recursive: true, force: true });
+  await own?.close();
 });
 
 test(`${N} offline updates of one branch sent at once, last first: each applied once, in branch order`, async () => {

@@ -8,13 +8,8 @@
  * must be the same).
  */
 import { serve, type ServerType } from '@hono/node-server';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { and, eq, inArray } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { audits, blobs, forms, submissionAttachments, submissionDefs, submissions } from '../../../drizzle/schema';
 import { localApp } from '../../../infra/local/app';
@@ -22,12 +17,12 @@ import { systemCtx, type Deps } from '../../../lib/context';
 import { createLogger } from '../../../lib/log';
 import { withDeps } from '../../../lib/runtime/entry';
 import { createFsBlobStore } from '../../../lib/runtime/fs-blobs';
-import { openDatabase, type NodeDatabase } from '../../../lib/runtime/node';
+import type { NodeDatabase } from '../../../lib/runtime/node';
 import { createUserTask, promoteUserTask } from '../../../lib/users/admin-tasks';
 import {
   COLLECT, jpeg, md5, multipart, openRosaMessage, PHOTOS_FORM, PHOTOS_FORM_ID, photosSubmission, SUBMISSION_OK, type MediaPart,
 } from '../../helpers/collect';
-import { testConfig } from '../../setup/config';
+import { ownDatabase, type OwnDatabase } from '../../helpers/own-database';
 
 const N = 8;
 /** Central's 409.9 words (lib/problem.ts deprecatingOldSubmission), as an OpenRosaResponse carries them. */
@@ -38,44 +33,20 @@ let database: NodeDatabase;
 let deps: Deps;
 let server: ServerType | undefined;
 let base: string;
-let blobDir: string;
-let raceDb: string | null = null;
+let own: OwnDatabase;
+const mainUrl = process.env.DATABASE_URL;
 let auth: Record<string, string>;
 let P: string;
 let formId: number;
 let collectUrl: string;
 
-const mainUrl = process.env.DATABASE_URL;
-
-async function dropRaceDb(): Promise<void> {
-  if (!mainUrl || !raceDb) return;
-  const admin = postgres(mainUrl, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`DROP DATABASE IF EXISTS "${raceDb}" WITH (FORCE)`);
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
-}
 
 beforeAll(async () => {
-  let config = testConfig();
-  if (mainUrl) {
-    // A fresh database on the same server, so requests run in real, concurrent transactions.
-    raceDb = `fb_race_${randomBytes(6).toString('hex')}`;
-    const admin = postgres(mainUrl, { max: 1, onnotice: () => {} });
-    try {
-      await admin.unsafe(`CREATE DATABASE "${raceDb}"`);
-    } finally {
-      await admin.end({ timeout: 5 });
-    }
-    const url = new URL(mainUrl);
-    url.pathname = `/${raceDb}`;
-    config = testConfig({ DATABASE_URL: url.toString() });
-  }
-  database = await openDatabase(config, { pgliteDir: 'memory://' });
-  await database.migrate();
-  blobDir = mkdtempSync(join(process.env.FIELDBASE_TEST_TMP ?? tmpdir(), 'fieldbase-race-blobs-'));
-  deps = { db: database.db, blobs: createFsBlobStore(blobDir), config, log: createLogger('silent') };
+  // A database of its own (on PostgreSQL, a fresh one on the same server), so requests run in
+  // real, concurrent transactions.
+  own = await ownDatabase('fb_race');
+  database = own.database;
+  deps = { db: own.database.db, blobs: createFsBlobStore(own.blobDir), config: own.config, log: createLogger('silent') };
 
   // An administrator, as the CLI makes one.
   const email = 'race-admin@example.org';
@@ -110,9 +81,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (server) await new Promise((r) => server!.close(r));
-  await database?.close();
-  await dropRaceDb();
-  if (blobDir) rmSync(blobDir, { recursive: true, force: true });
+  await own?.close();
 });
 
 // ---------------------------------------------------------------------------------------------
