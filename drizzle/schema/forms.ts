@@ -29,10 +29,17 @@ export const forms = pgTable('forms', {
   /**
    * Ids in the public form URLs Central's web UI builds (`/f/{enketoId}`, `/f/{enketoOnceId}` for
    * single-use public links), resolved by GET /v1/form-links/{id}/form. Central gets them from
-   * Enketo; Fieldbase draws them itself when the form is first published and keeps them across versions.
+   * Enketo (ENKETO_URL) as Central does; without Enketo, Fieldbase draws them itself when the form is
+   * first published and keeps them across versions.
    */
   enketoId: text('enketo_id'),
   enketoOnceId: text('enketo_once_id'),
+  /**
+   * The draft's own Enketo id (Central keeps it on the draft definition): requested from Enketo
+   * with the Draft Token URL when a draft is created, kept while the draft is replaced, dropped
+   * with the draft (publish, delete). Null without Enketo (ENKETO_URL) or when Enketo failed.
+   */
+  draftEnketoId: text('draft_enketo_id'),
   createdBy: integer('created_by').references(() => actors.id),
   ...lifecycle,
 }, (t) => [
@@ -40,8 +47,11 @@ export const forms = pgTable('forms', {
   uniqueIndex('forms_project_xml_form_id_live').on(t.projectId, t.xmlFormId).where(sql`${t.deletedAt} is null`),
   index('forms_project_id').on(t.projectId),
   uniqueIndex('forms_draft_token').on(t.draftToken),
-  uniqueIndex('forms_enketo_id').on(t.enketoId),
-  uniqueIndex('forms_enketo_once_id').on(t.enketoOnceId),
+  // Not unique: Enketo answers the same id for the same OpenRosa URL and form id, so a form made
+  // again under a deleted one's xmlFormId gets that one's ids (Central has no such constraint).
+  index('forms_enketo_id').on(t.enketoId),
+  index('forms_enketo_once_id').on(t.enketoOnceId),
+  index('forms_draft_enketo_id').on(t.draftEnketoId),
 ]);
 
 export type FormRow = typeof forms.$inferSelect;
