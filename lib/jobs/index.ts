@@ -40,12 +40,14 @@ export const hasJobHandler = (action: string): boolean => handlers.has(action);
 
 /**
  * Records a job in the caller's transaction, to run once it commits.
- * @param payload JSON the handler receives. @returns the job id.
- * Effects: inserts into `jobs`; on commit the caller should `runJobs` (see `runJobsAfter`).
+ * @param payload JSON the handler receives. @param opts.background leave it to the scheduled sweep
+ *   (`drainJobs`) instead of running it right after the request's commit: a retry of work the
+ *   request just tried and failed (Enketo), as Central's worker does it later, not at once.
+ * @returns the job id. Effects: inserts into `jobs`; on commit the caller should `runJobs` (see `runJobsAfter`).
  */
-export async function enqueueJob(tx: Ctx, action: string, payload: Record<string, unknown>): Promise<number> {
+export async function enqueueJob(tx: Ctx, action: string, payload: Record<string, unknown>, opts: { background?: boolean } = {}): Promise<number> {
   const [row] = await tx.db.insert(jobs).values({ action, payload }).returning({ id: jobs.id });
-  if (tx.tx) {
+  if (tx.tx && opts.background !== true) {
     const list = enqueued.get(tx.tx) ?? [];
     list.push(row!.id);
     enqueued.set(tx.tx, list);
