@@ -4,14 +4,7 @@
  * stop the server first (PGlite allows one process at a time).
  */
 import { parseArgs } from 'node:util';
-import { sweepOrphanBlobs } from '../../lib/blobs';
-import { purgeExpiredSessions } from '../../lib/sessions';
-import { purgeDatasets } from '../../lib/datasets/trash';
-import { purgeForms } from '../../lib/forms';
-import '../../lib/entities';
-import { processEntityBacklog } from '../../lib/entities/backlog';
-import { drainJobs } from '../../lib/jobs';
-import { purgeSubmissions } from '../../lib/submissions/manage';
+import { isScheduledJobName, runScheduledJob } from '../../lib/jobs/scheduled';
 import { ConfigError } from '../../lib/config';
 import { systemCtx } from '../../lib/context';
 import { Problem } from '../../lib/problem';
@@ -63,26 +56,14 @@ async function main(): Promise<number> {
         await setPasswordTask(ctx, need('email'), need('password'));
         console.log(`Password set for ${values.email}.`);
         break;
-      case 'blobs-sweep': {
-        const deleted = await sweepOrphanBlobs(ctx);
-        console.log(`Deleted ${deleted.length} orphaned blob(s).`);
-        break;
-      }
-      case 'purge': {
-        const purged = await purgeForms(ctx, { force: values.force === true });
-        const submissions = await purgeSubmissions(ctx, { force: values.force === true });
-        const datasets = await purgeDatasets(ctx, { force: values.force === true });
-        console.log(`Purged ${purged.length} form(s), ${submissions} submission(s) and ${datasets.length} entity list(s) from the Trash.`);
-        break;
-      }
+      case 'blobs-sweep':
+      case 'purge':
       case 'jobs':
-        console.log(`Ran ${await drainJobs(ctx)} pending job(s).`);
-        break;
       case 'entity-backlog':
-        console.log(`Force-processed ${await processEntityBacklog(ctx, { force: values.force === true })} held submission(s).`);
-        break;
       case 'sessions-purge':
-        console.log(`Deleted ${await purgeExpiredSessions(ctx)} expired session(s).`);
+        // The scheduled jobs: the same entry as the Workers cron triggers and EventBridge rules.
+        if (!isScheduledJobName(command)) throw new Error(command);
+        console.log((await runScheduledJob(ctx, command, { force: values.force === true })).message);
         break;
       default:
         console.error(`unknown command ${command}\n${usage}`);
