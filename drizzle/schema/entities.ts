@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { ts } from './_columns';
 import { actors } from './actors';
 import { datasets } from './datasets';
@@ -36,6 +36,12 @@ export const entityDefSources = pgTable('entity_def_sources', {
   details: jsonb('details'),
   /** A held offline update applied out of order (Central's force-processed backlog). */
   forceProcessed: boolean('force_processed').notNull().default(false),
+  /**
+   * The audit event that made a submission's entity work run (submission.create, the approving
+   * submission.update, …; Central's auditId): E/audits shows it as details.source.event. No
+   * foreign key: audits may be archived; readers left-join.
+   */
+  auditId: bigint('audit_id', { mode: 'number' }),
 }, (t) => [
   index('entity_def_sources_submission_def').on(t.submissionDefId),
 ]);

@@ -1,0 +1,1 @@
+ALTER TABLE "entity_def_sources" ADD COLUMN "audit_id" bigint;
