@@ -7,7 +7,11 @@ import type { Ctx, Deps } from '../context';
 import { problemFromDbError } from '../db/errors';
 import { Problem, problems } from '../problem';
 import { authenticate } from './auth';
+import { notFoundProblem, routingPath } from './routing';
 import { checkOpenRosaVersion, isOpenRosaPath, openRosaError, openRosaHeaders, requiresOpenRosaHeader } from './openrosa';
+
+// The gateway Worker imports these from ./routing alone (no Hono app, no database code).
+export { notFoundProblem, routingPath } from './routing';
 
 export interface AppEnv {
   Bindings: { deps: Deps } & Record<string, unknown>;
@@ -19,16 +23,6 @@ export interface AppEnv {
     /** Set on OpenRosa routes: errors render as OpenRosaResponse XML (lib/http/openrosa.ts). */
     openRosa?: boolean;
   };
-}
-
-const keyPrefix = /^\/v1\/key\/[^/]*(?=\/)/;
-
-/**
- * The path Hono routes on: App User requests `/v1/key/{token}/…` route as `/v1/…` (the token is read
- * by authenticate()), so every route is reachable under the key prefix (Central's behaviour).
- */
-export function routingPath(request: Request): string {
-  return getPath(request).replace(keyPrefix, '/v1');
 }
 
 /**
@@ -82,14 +76,6 @@ export function renderError(err: unknown, c: Context<AppEnv>): Response {
   if (log) log.error('unhandled error', { err, requestId, method: c.req.method, path: c.req.path });
   else console.error(err);
   return c.json({ message: 'Internal Server Error', requestId }, 500);
-}
-
-/** Unknown route: 404.2 without an API version, 404.3 for another version, else 404.1 (Central). */
-export function notFoundProblem(path: string): Problem {
-  const m = /^\/v(\d+)(\/|$)/.exec(path);
-  if (!m) return problems.user.missingApiVersion();
-  if (m[1] !== '1') return problems.user.unexpectedApiVersion({ got: m[1]! });
-  return problems.user.notFound();
 }
 
 /**

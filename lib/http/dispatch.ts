@@ -1,5 +1,5 @@
 import { problemFromDbError } from '../db/errors';
-import { routingPath, notFoundProblem } from './app';
+import { routingPath, notFoundProblem } from './routing';
 import { groupFor, type GroupName } from './route-table';
 
 export interface Fetcher {
