@@ -23,7 +23,7 @@ export const entityVersionNotFound = (d: { baseVersion: number | string; entityU
   new Problem(404.9, `Base version (${d.baseVersion}) does not exist for entity UUID (${d.entityUuid}) in dataset (${d.datasetName}).`, d);
 export const entityDeleted = (d: { entityUuid: string }) => new Problem(404.11, `The entity with UUID (${d.entityUuid}) has been deleted.`, d);
 export const entityActionNotPermitted = (d: { action: string; permitted: string[] }) =>
-  new Problem(409.14, `The submission attempts an entity ${d.action}, but the form does not permit that action.`, d);
+  new Problem(403.2, `The submission attempts an entity ${d.action}, but the form does not permit that action. The form permits the following actions: ${d.permitted.join(', ')}.`, d);
 
 const UUID = /^(uuid:)?([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})$/i;
 

@@ -91,16 +91,21 @@ export async function readBodyText(c: Context<AppEnv>, limit: number, format: st
   return text;
 }
 
+/** POST D/entities, whose JSON body (a bulk upload) may be as large as MAX_UPLOAD_BYTES. */
+const BULK_ENTITIES = /^\/v1\/projects\/[^/]+\/datasets\/[^/]+\/entities\/?$/;
+
 /**
  * Reads and parses the request's JSON body once per request (authentication may need `__csrf`
  * from it before the handler does), bounded by MAX_JSON_BYTES while it streams.
  * @returns the parsed value; `{}` for an empty body (Central treats it as no fields).
  * @throws Problem 400.1 `{ format: 'json', rawLength }` when it is not JSON or not UTF-8; 400.36
- *   over MAX_JSON_BYTES (declared or counted); 400.11 when a string holds a NUL character.
+ *   over MAX_JSON_BYTES (MAX_UPLOAD_BYTES for POST D/entities; declared or counted); 400.11 when a string holds a NUL character.
  */
 export async function peekJsonBody(c: Context<AppEnv>): Promise<unknown> {
   if (c.var.jsonBody !== undefined) return c.var.jsonBody;
-  const text = await readBodyText(c, c.var.ctx.config.MAX_JSON_BYTES, 'json');
+  // Central allows 100 MB on the bulk entity upload (POST D/entities) and 250 kB elsewhere.
+  const bulk = c.req.method === 'POST' && BULK_ENTITIES.test(c.req.path);
+  const text = await readBodyText(c, bulk ? c.var.ctx.config.MAX_UPLOAD_BYTES : c.var.ctx.config.MAX_JSON_BYTES, 'json');
   let value: unknown = {};
   if (text.trim() !== '') {
     try {
