@@ -108,6 +108,23 @@ export class Api {
     return user;
   }
 
+  /**
+   * Sends a submission as a device does: OpenRosa multipart POST to the App User's key URL
+   * (`/v1/key/{token}/projects/{id}/submission`), the XML as `xml_submission_file` and each file as
+   * its own part. Answers the status and body (201 expected).
+   */
+  async openRosaSubmit(projectId: number, token: string, xml: string, files: Array<{ name: string; bytes: Uint8Array; type?: string }> = []): Promise<ApiResponse> {
+    const form = new FormData();
+    form.append('xml_submission_file', new Blob([xml], { type: 'text/xml' }), 'submission.xml');
+    for (const f of files) form.append(f.name, new Blob([f.bytes], { type: f.type ?? 'application/octet-stream' }), f.name);
+    const res = await fetch(new URL(`/v1/key/${token}/projects/${projectId}/submission`, this.base), {
+      method: 'POST',
+      headers: { 'X-OpenRosa-Version': '1.0' },
+      body: form,
+    });
+    return { status: res.status, body: await res.text(), text: '', headers: res.headers };
+  }
+
   /** Marks "What's new" as seen for this session's user, so the modal stays out of the way. */
   async dismissWhatsNew(): Promise<void> {
     await this.ok('PUT', '/v1/user-preferences/site/whatsNewDismissed', { propertyValue: '2026.2' });
