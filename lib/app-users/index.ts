@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, isNull, max, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
-import { z } from 'zod';
+import * as z from 'zod';
 import { actors, assignments, audits, fieldKeys, sessions, type ActorRow, type FieldKeyRow } from '../../drizzle/schema';
 import { actorPropertiesOf, setActorProperties, type ActorPropertiesJson } from '../actor-properties';
 import { actorJson, insertActor, iso, type ActorJson } from '../actors';

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, or } from 'drizzle-orm';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   actees, actors, assignments, formAttachments, formDefs, forms, publicLinks, sessions, submissionAttachments, submissionDefs, submissions,
   type FormRow,

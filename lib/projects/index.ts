@@ -1,5 +1,5 @@
 import { and, asc, count, eq, inArray, isNull, max, sql } from 'drizzle-orm';
-import { z } from 'zod';
+import * as z from 'zod';
 import { actees, actors, assignments, fieldKeys, forms, projects, roles, submissions, type ProjectRow } from '../../drizzle/schema';
 import { iso } from '../actors';
 import { audit } from '../audits/log';

@@ -1,6 +1,6 @@
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
-import { z } from 'zod';
+import * as z from 'zod';
 import { actors, assignments, publicLinks, sessions, type ActorRow, type PublicLinkRow } from '../../drizzle/schema';
 import { actorPropertiesOf, setActorProperties, type ActorPropertiesJson } from '../actor-properties';
 import { actorJson, insertActor, type ActorJson } from '../actors';

@@ -13,7 +13,7 @@ import { markLoggedIn, verifyUserPassword } from '../users/passwords';
 import { forgetSessions, generation, recall, remember } from './cache';
 import { assertLoginAllowed, recordLoginFailure, recordLoginSuccess } from '../throttle';
 import { generateToken, isValidToken } from './tokens';
-import { z } from 'zod';
+import * as z from 'zod';
 
 export { generateToken, isValidToken };
 export { forgetSessions } from './cache';

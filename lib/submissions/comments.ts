@@ -1,5 +1,5 @@
 import { desc, eq } from 'drizzle-orm';
-import { z } from 'zod';
+import * as z from 'zod';
 import { comments, type CommentRow } from '../../drizzle/schema';
 import { actorJson } from '../actors';
 import { audit } from '../audits/log';

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, inArray, isNotNull, lt, sql } from 'drizzle-orm';
-import { z } from 'zod';
+import * as z from 'zod';
 import { actors, audits, comments, formDefs, keys, submissionAttachments, submissionDefs, submissions, type FormRow } from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
 import { audit } from '../audits/log';

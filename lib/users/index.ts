@@ -1,6 +1,6 @@
 import { compare } from 'bcryptjs';
 import { and, asc, desc, eq, ilike, isNull, ne, or, sql } from 'drizzle-orm';
-import { z } from 'zod';
+import * as z from 'zod';
 import { actors, assignments, sessions, users, type ActorRow, type UserRow } from '../../drizzle/schema';
 import { actorJson, iso, insertActor, type ActorJson } from '../actors';
 import { audit } from '../audits/log';
