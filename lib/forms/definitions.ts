@@ -6,7 +6,7 @@ import { checkEntityDeclarations, defineDatasets, forgetDefinition, publishDatas
 import { autoLinkDatasets } from '../datasets/entity-lists';
 import { getProjectOrNotFound } from '../projects';
 import { Problem, problems } from '../problem';
-import { convertXlsForm, XlsFormError } from '../xlsform';
+import type * as XlsForm from '../xlsform';
 import { parseForm } from '../xforms/parse-form';
 import type { FormField, ParsedForm } from '../xforms/types';
 
@@ -58,6 +58,8 @@ export function decodeFormIdFallback(raw: string | null | undefined): string | n
  * lib/xforms; spreadsheets (.xlsx, .xls by Content-Type) are converted by lib/xlsform first and
  * the XForm it produces then takes the XML path unchanged.
  * @param formIdFallback the raw X-XlsForm-FormId-Fallback header (spreadsheets only).
+ * @param xlsform lib/xlsform, passed by the forms group's callers: a spreadsheet needs it, and
+ *   groups that only re-read stored XForms (project encryption) then bundle no SheetJS.
  * @returns the XML, what the parser read, and for spreadsheets the bytes to keep, itemsets.csv and
  *   the conversion warnings (which the caller turns into 400.16 unless ignoreWarnings).
  * @throws Problem 400.25 invalid entity declarations (lib/datasets/declarations).
@@ -66,9 +68,16 @@ export function decodeFormIdFallback(raw: string | null | undefined): string | n
  *   (`{ error, warnings }`, also a missing form id with no fallback), 400.8 an xmlFormId ending in
  *   .xls, .xlsx or .xml (Central) or breaking checkFormId, 400.13 one over 64 characters. Pure (CPU only: call it outside a transaction).
  */
-export function readUpload(body: Uint8Array, contentType: string | null, formIdFallback: string | null = null): Upload {
+export function readUpload(
+  body: Uint8Array,
+  contentType: string | null,
+  formIdFallback: string | null = null,
+  xlsform: typeof XlsForm | null = null,
+): Upload {
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
-  const upload = spreadsheetTypes.includes(type) ? readSpreadsheet(body, type, formIdFallback) : readXml(body);
+  const spreadsheet = spreadsheetTypes.includes(type);
+  if (spreadsheet && !xlsform) throw new Error('readUpload: a spreadsheet needs the lib/xlsform module');
+  const upload = spreadsheet ? readSpreadsheet(xlsform!, body, type, formIdFallback) : readXml(body);
   checkFormId(upload.parsed.xmlFormId);
   if (/\.(xlsx?|xml)$/.test(upload.parsed.xmlFormId)) {
     throw problems.user.unexpectedValue({
@@ -114,13 +123,13 @@ function readXml(body: Uint8Array): Upload {
   return { xml, parsed: parseForm(body), xls: null, itemsets: null, xlsFormWarnings: [], entityWarnings: [] };
 }
 
-function readSpreadsheet(body: Uint8Array, contentType: string, rawFallback: string | null): Upload {
+function readSpreadsheet(xlsform: typeof XlsForm, body: Uint8Array, contentType: string, rawFallback: string | null): Upload {
   const formIdFallback = decodeFormIdFallback(rawFallback);
   let result;
   try {
-    result = convertXlsForm(body, { formIdFallback });
+    result = xlsform.convertXlsForm(body, { formIdFallback });
   } catch (err) {
-    if (err instanceof XlsFormError) throw problems.form.xlsformNotValid({ error: err.message, warnings: err.warnings });
+    if (err instanceof xlsform.XlsFormError) throw problems.form.xlsformNotValid({ error: err.message, warnings: err.warnings });
     throw err;
   }
   const bytes = new TextEncoder().encode(result.xml);

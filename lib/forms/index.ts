@@ -28,6 +28,7 @@ import {
 } from './queries';
 import { deleteDraftSubmissions } from '../submissions/manage';
 import { applyProjectKey } from './managed-key';
+import * as xlsform from '../xlsform';
 
 export { getFormOrNotFound, type LoadedForm } from './queries';
 
@@ -105,7 +106,7 @@ export async function listForms(ctx: Ctx, projectId: number, opts: { deleted: bo
 export async function createForm(ctx: Ctx, projectId: number, input: UploadInput & { publish: boolean }): Promise<FormJson> {
   const project = await getProjectOrNotFound(ctx, projectId);
   await canOrReject(ctx, 'form.create', projectActee(project));
-  const upload = readUpload(input.body, input.contentType, input.formIdFallback ?? null);
+  const upload = readUpload(input.body, input.contentType, input.formIdFallback ?? null, xlsform);
   if (!upload.parsed.hasMeta) throw problems.form.missingMeta();
   const { xmlFormId } = upload.parsed;
   return withTx(ctx, async (tx) => {
@@ -283,7 +284,7 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
   if (!copy) {
     // 404 and 403 come before parse errors; the conversion (CPU work) then runs outside the transaction.
     await canOnFormOrReject(ctx, 'form.update', await getFormOrNotFound(ctx, projectId, xmlFormId));
-    uploaded = readUpload(input.body, input.contentType, input.formIdFallback ?? null);
+    uploaded = readUpload(input.body, input.contentType, input.formIdFallback ?? null, xlsform);
   }
   await withTx(ctx, async (tx) => {
     const f = await getFormOrNotFound(tx, projectId, xmlFormId);

@@ -116,7 +116,7 @@ export class Api {
   async openRosaSubmit(projectId: number, token: string, xml: string, files: Array<{ name: string; bytes: Uint8Array; type?: string }> = []): Promise<ApiResponse> {
     const form = new FormData();
     form.append('xml_submission_file', new Blob([xml], { type: 'text/xml' }), 'submission.xml');
-    for (const f of files) form.append(f.name, new Blob([f.bytes], { type: f.type ?? 'application/octet-stream' }), f.name);
+    for (const f of files) form.append(f.name, new Blob([f.bytes as Uint8Array<ArrayBuffer>], { type: f.type ?? 'application/octet-stream' }), f.name);
     const res = await fetch(new URL(`/v1/key/${token}/projects/${projectId}/submission`, this.base), {
       method: 'POST',
       headers: { 'X-OpenRosa-Version': '1.0' },
