@@ -134,19 +134,21 @@ const formVerbsSql = () => sql<string[]>`(select coalesce(jsonb_agg(distinct v.v
 
 /**
  * What an OpenRosa submission needs before it writes, in one prepared round trip: the live form
- * and project, the actor's verbs on it (priming the rights check) and the id of the published
- * definition with the submission's version (null when there is none).
+ * and project, the actor's verbs on it (priming the rights check) and the id and XML SHA-256 of the
+ * published definition with the submission's version (both null when there is none).
  * @throws Problem 404.1 unknown form or project. Reads only; runs outside the write transaction.
  */
-export async function submissionTarget(ctx: Ctx, projectId: number, xmlFormId: string, version: string): Promise<LoadedForm & { defId: number | null }> {
+export async function submissionTarget(ctx: Ctx, projectId: number, xmlFormId: string, version: string): Promise<LoadedForm & { defId: number | null; defSha256: string | null }> {
   const [row] = Number.isSafeInteger(projectId)
     ? await prepared(ctx.db, 'submission_target', (d) => d
       .select({
         form: forms,
         project: projects,
         verbs: formVerbsSql(),
-        defId: sql<number | null>`(select fd.id from ${formDefs} fd where fd.form_id = ${forms.id} and fd.published_at is not null
-          and fd.version = ${sql.placeholder('version')} limit 1)`,
+        // The definition's id and the SHA-256 of its XML, so that callers can cache by content
+        // (an id alone is reused after a database restore).
+        def: sql<[number, string] | null>`(select jsonb_build_array(fd.id, fd.sha256) from ${formDefs} fd where fd.form_id = ${forms.id}
+          and fd.published_at is not null and fd.version = ${sql.placeholder('version')} limit 1)`,
       })
       .from(forms)
       .innerJoin(projects, eq(projects.id, forms.projectId))
@@ -158,7 +160,7 @@ export async function submissionTarget(ctx: Ctx, projectId: number, xmlFormId: s
   if (!row) throw problems.user.notFound();
   const loaded = { form: row.form, project: row.project };
   primeVerbs(ctx, formActee(loaded), row.verbs);
-  return { ...loaded, defId: row.defId == null ? null : Number(row.defId) };
+  return { ...loaded, defId: row.def == null ? null : Number(row.def[0]), defSha256: row.def?.[1] ?? null };
 }
 
 async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string): Promise<LoadedForm & { files: ManifestFile[] }> {

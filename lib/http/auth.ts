@@ -118,11 +118,11 @@ export async function authenticate(c: Context<AppEnv>, ctx: Ctx): Promise<void> 
  */
 async function basicActor(c: Context<AppEnv>, ctx: Ctx, email: string, password: string) {
   const hash = sha256Hex(`${email.toLowerCase()}\0${password}`);
-  const known = recallBasic(ctx, hash);
+  const known = await recallBasic(ctx, email, hash);
   if (known) return known;
   const gen = generation(ctx);
   const actor = await checkPasswordThrottled(ctx, email, password, clientAddress(c));
-  if (actor) rememberBasic(ctx, hash, actor, gen);
+  if (actor) await rememberBasic(ctx, email, hash, actor, gen);
   return actor;
 }
 

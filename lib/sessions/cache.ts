@@ -1,3 +1,6 @@
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import { actors, users } from '../../drizzle/schema';
+import { toActor } from '../actors';
 import { onCommit, type Actor, type Ctx, type SessionInfo } from '../context';
 
 /**
@@ -61,26 +64,49 @@ export function forgetSessions(ctx: Ctx): void {
 /**
  * Verified Basic credentials, remembered for BASIC_CACHE_SECONDS so that a client sending Basic on
  * every request (Excel, Power BI over OData) does not pay bcrypt each time. Keyed by a SHA-256 of
- * email and password (never the password itself); dropped by forgetSessions() (password change,
- * user deletion) through the same generation counter.
+ * email and password (never the password itself); each entry holds the actor id and the stored
+ * bcrypt hash it was verified against, and is used only while the user's row still has both (one
+ * indexed read per request, instead of bcrypt): a password change, a deleted user, or a database
+ * restore that gives the email another account or password is seen at once. Also dropped by
+ * forgetSessions() through the same generation counter.
  */
 const BASIC_CACHE_SECONDS = 30;
-const basicStores = new WeakMap<object, Map<string, { until: number; actor: Actor; gen: number }>>();
+const basicStores = new WeakMap<object, Map<string, { until: number; actorId: number; passwordHash: string; gen: number }>>();
 
-/** The actor a remembered Basic credential stands for, or undefined. */
-export function recallBasic(ctx: Ctx, credentialHash: string): Actor | undefined {
+/** The live user with this email and its stored bcrypt hash (as lib/users/passwords reads it). */
+async function userByEmail(ctx: Ctx, email: string) {
+  const [row] = await ctx.db
+    .select({ a: actors, hash: users.passwordHash })
+    .from(users)
+    .innerJoin(actors, eq(actors.id, users.actorId))
+    .where(and(sql`lower(${users.email}) = lower(${email})`, eq(users.deleted, false), isNull(actors.deletedAt)));
+  return row;
+}
+
+/**
+ * The actor a remembered Basic credential stands for, read fresh from the database, or undefined
+ * (nothing remembered, expired, or the user's row no longer matches what was verified).
+ */
+export async function recallBasic(ctx: Ctx, email: string, credentialHash: string): Promise<Actor | undefined> {
   const key = ctx.tx?.root ?? ctx.db;
   const hit = basicStores.get(key)?.get(credentialHash);
   if (!hit || hit.until <= Date.now() || hit.gen !== storeFor(ctx).generation) return undefined;
-  return hit.actor;
+  const row = await userByEmail(ctx, email);
+  if (!row || row.a.id !== hit.actorId || row.hash !== hit.passwordHash) {
+    basicStores.get(key)?.delete(credentialHash);
+    return undefined;
+  }
+  return toActor(row.a);
 }
 
-/** Remembers a verified Basic credential checked at generation `gen`. */
-export function rememberBasic(ctx: Ctx, credentialHash: string, actor: Actor, gen: number): void {
+/** Remembers a Basic credential verified for `actor` at generation `gen` (with the hash it matched). */
+export async function rememberBasic(ctx: Ctx, email: string, credentialHash: string, actor: Actor, gen: number): Promise<void> {
   if (storeFor(ctx).generation !== gen) return;
+  const row = await userByEmail(ctx, email);
+  if (!row || row.a.id !== actor.id || row.hash == null) return;
   const key = ctx.tx?.root ?? ctx.db;
   let map = basicStores.get(key);
   if (!map) basicStores.set(key, (map = new Map()));
   if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value!);
-  map.set(credentialHash, { until: Date.now() + BASIC_CACHE_SECONDS * 1000, actor, gen });
+  map.set(credentialHash, { until: Date.now() + BASIC_CACHE_SECONDS * 1000, actorId: actor.id, passwordHash: row.hash, gen });
 }

@@ -84,20 +84,25 @@ async function publishedDefByVersion(ctx: Ctx, form: FormRow, version: string): 
 type DefRef = Pick<FormDefRow, 'id' | 'fields'>;
 
 /**
- * Fields of published definitions by id. A published definition never changes, so its fields (a
- * few hundred entries on big forms) are read once per process instead of once per submission.
+ * Fields of published definitions, keyed by id and the SHA-256 of the definition's XML. A published
+ * definition never changes, so its fields (a few hundred entries on big forms) are read once per
+ * process instead of once per submission. Not by id alone: after a database restore the same id can
+ * name another definition, and the hash (read with the id on every submission) tells them apart.
  */
-const publishedFields = new Map<number, FormDefRow['fields']>();
+const publishedFields = new Map<string, FormDefRow['fields']>();
 const PUBLISHED_FIELDS_MAX = 500;
 
-async function publishedDef(ctx: Ctx, defId: number): Promise<DefRef> {
-  let fields = publishedFields.get(defId);
+async function publishedDef(ctx: Ctx, defId: number, sha256: string | null): Promise<DefRef> {
+  const key = `${defId}:${sha256}`;
+  let fields = sha256 == null ? undefined : publishedFields.get(key);
   if (!fields) {
-    const [row] = await ctx.db.select({ fields: formDefs.fields }).from(formDefs).where(eq(formDefs.id, defId));
+    const [row] = await ctx.db.select({ fields: formDefs.fields, sha256: formDefs.sha256 }).from(formDefs).where(eq(formDefs.id, defId));
     if (!row) throw problems.user.notFound();
     fields = row.fields;
-    if (publishedFields.size >= PUBLISHED_FIELDS_MAX) publishedFields.delete(publishedFields.keys().next().value!);
-    publishedFields.set(defId, fields);
+    if (row.sha256 === sha256) {
+      if (publishedFields.size >= PUBLISHED_FIELDS_MAX) publishedFields.delete(publishedFields.keys().next().value!);
+      publishedFields.set(key, fields);
+    }
   }
   return { id: defId, fields };
 }
@@ -128,7 +133,7 @@ async function openRosaTarget(ctx: Ctx, input: OpenRosaSubmission, doc: Submissi
   }
   if (target.defId == null) throw problems.submission.formVersionNotFound({ formVersion: doc.version });
   if (target.form.state === 'closed') throw problems.submission.notAcceptingSubmissions();
-  return { form: target.form, def: await publishedDef(ctx, target.defId), draft: false };
+  return { form: target.form, def: await publishedDef(ctx, target.defId, target.defSha256), draft: false };
 }
 
 /** The version with this instanceID among the form's (draft or live) submissions, if any. */
@@ -196,8 +201,7 @@ async function insertDef(ctx: Ctx, sub: SubmissionRow, formDef: DefRef, parsed: 
       current: true,
       encrypted: parsed.encryption != null,
       values: parsed.values,
-      rootValues: rootValuesOf(parsed.values),
-      rootText: rootTextOf(parsed.values, formDef.fields),
+      ...((root) => ({ rootValues: root, rootText: rootTextOf(parsed.values, formDef.fields, root) }))(rootValuesOf(parsed.values)),
     })
     .returning();
   if (parsed.attachments.length > 0) {
@@ -218,6 +222,7 @@ async function createNew(
   tx: Ctx, form: FormRow, formDef: DefRef, draft: boolean, parsed: ParsedSubmission, xml: string, instanceId: string, client: ClientInfo,
 ): Promise<{ sub: { id: number; instanceId: string }; def: { id: number } } | null> {
   const actorId = tx.auth.actor?.id ?? null;
+  const root = rootValuesOf(parsed.values);
   const rows = await rawRows<{ id: number; def_id: number }>(tx.db, sql`
     with ids as (select nextval(pg_get_serial_sequence('submission_defs', 'id')) as def_id),
     s as (
@@ -232,7 +237,7 @@ async function createNew(
       overriding system value
       select s.current_def_id, s.id, ${formDef.id}, ${instanceId}, ${xml}, ${parsed.hash.md5}, ${parsed.instanceName}, ${actorId},
         ${client.deviceId}, ${client.userAgent}, true, ${parsed.encryption != null}, ${JSON.stringify(parsed.values)}::jsonb,
-        ${JSON.stringify(rootValuesOf(parsed.values))}::jsonb, ${rootTextOf(parsed.values, formDef.fields)}
+        ${JSON.stringify(root)}::jsonb, ${rootTextOf(parsed.values, formDef.fields, root)}
       from s
       returning id
     ),
@@ -292,6 +297,143 @@ async function enqueueEntityWork(tx: Ctx, parsed: ParsedSubmission, ev: { action
   await enqueueJob(tx, 'submission.entities', { ...ev, actorId: tx.system ? null : (tx.auth.actor?.id ?? null) });
 }
 
+// ─────────────────────────────────────────────────────────────────────────────
+// Group commit: new submissions arriving together are stored in one transaction.
+
+/** A new submission waiting for the group commit, with what its request needs back. */
+interface Pending {
+  ctx: Ctx;
+  form: FormRow;
+  formDef: DefRef;
+  draft: boolean;
+  parsed: ParsedSubmission;
+  xml: string;
+  instanceId: string;
+  client: ClientInfo;
+  files: SubmittedFile[];
+  done: (stored: boolean) => void;
+}
+
+/** Submissions per batch transaction (one statement for the rows, then their media). */
+const GROUP_MAX = 32;
+/** Bytes (XML and media) per batch, so a batch of large uploads stays a short transaction. */
+const GROUP_MAX_BYTES = 8 * 1024 * 1024;
+/** Batch transactions in flight at once per database handle (one commits while the next is built). */
+const GROUP_IN_FLIGHT = 2;
+
+interface Queue { waiting: Pending[]; running: number }
+const queues = new WeakMap<object, Queue>();
+
+/**
+ * Stores a new submission (no deprecatedID, no entity work) together with the others arriving at
+ * the same time: one transaction and one statement for the whole group, so each submission costs
+ * one share of a commit and of a round trip instead of its own. There is no waiting for company:
+ * a submission that arrives while no batch is running goes alone at once; those arriving during a
+ * batch form the next one. The request is answered only once its batch has committed.
+ * @returns true when this submission (its rows, expected-attachment rows, media and audit
+ *   `submission.create`) was committed; false when it was not stored: its (form, instanceID,
+ *   draft) already exists (possibly from the same batch), or the batch failed (one bad row fails
+ *   the statement). The caller then runs the single-submission path, which answers exactly as
+ *   without grouping (rule 1, 409s, a retry), so no submission fails for another's fault.
+ */
+function groupCommit(ctx: Ctx, item: Omit<Pending, 'ctx' | 'done'>): Promise<boolean> {
+  let queue = queues.get(ctx.db);
+  if (!queue) queues.set(ctx.db, (queue = { waiting: [], running: 0 }));
+  const q = queue;
+  return new Promise<boolean>((resolve) => {
+    q.waiting.push({ ...item, ctx, done: resolve });
+    pumpGroups(q);
+  });
+}
+
+function pumpGroups(q: Queue): void {
+  while (q.running < GROUP_IN_FLIGHT && q.waiting.length > 0) {
+    let bytes = 0;
+    let n = 0;
+    while (n < q.waiting.length && n < GROUP_MAX) {
+      const p = q.waiting[n]!;
+      bytes += p.xml.length + p.files.reduce((t, f) => t + f.bytes.byteLength, 0);
+      if (n > 0 && bytes > GROUP_MAX_BYTES) break;
+      n += 1;
+    }
+    const batch = q.waiting.splice(0, n);
+    q.running += 1;
+    void storeGroup(batch).then(
+      (stored) => { for (let i = 0; i < batch.length; i += 1) batch[i]!.done(stored[i]!); },
+      (err: unknown) => {
+        batch[0]!.ctx.log.debug('group commit failed; its submissions are stored one by one', { err, size: batch.length });
+        for (const p of batch) p.done(false);
+      },
+    ).finally(() => {
+      q.running -= 1;
+      pumpGroups(q);
+    });
+  }
+}
+
+/**
+ * One transaction for a batch: every submission row, version, expected-attachment rows and audit
+ * in one statement (data-modifying CTEs over the batch as JSON, as createNew does for one), then
+ * the media of those stored. @returns per item whether it was stored. @throws on any failure
+ * (nothing of the batch is then committed).
+ */
+async function storeGroup(batch: Pending[]): Promise<boolean[]> {
+  const rows = batch.map((p, i) => {
+    const root = rootValuesOf(p.parsed.values);
+    const actorId = p.ctx.auth.actor?.id ?? null;
+    return {
+      i, form_id: p.form.id, instance_id: p.instanceId, draft: p.draft, submitter_id: actorId,
+      device_id: p.client.deviceId, user_agent: p.client.userAgent, form_def_id: p.formDef.id, xml: p.xml,
+      md5: p.parsed.hash.md5, instance_name: p.parsed.instanceName, encrypted: p.parsed.encryption != null,
+      values: p.parsed.values, root_values: root, root_text: rootTextOf(p.parsed.values, p.formDef.fields, root),
+      attachments: p.parsed.attachments, actee_id: p.form.acteeId, audit_actor_id: p.ctx.system ? null : actorId,
+    };
+  });
+  return withTx(batch[0]!.ctx, async (tx) => {
+    const stored = await rawRows<{ i: number; id: number; def_id: number }>(tx.db, sql`
+      with x as (
+        select * from json_to_recordset(${JSON.stringify(rows)}::json) as x(i int, form_id int, instance_id text, draft boolean,
+          submitter_id int, device_id text, user_agent text, form_def_id int, xml text, md5 text, instance_name text, encrypted boolean,
+          "values" jsonb, root_values jsonb, root_text text, attachments jsonb, actee_id text, audit_actor_id int)
+      ),
+      ids as (select x.*, nextval(pg_get_serial_sequence('submission_defs', 'id'))::int as def_id from x),
+      s as (
+        insert into ${submissions} (form_id, instance_id, draft, submitter_id, device_id, user_agent, current_def_id)
+        select form_id, instance_id, draft, submitter_id, device_id, user_agent, def_id from ids order by i
+        on conflict (form_id, instance_id, draft) do nothing
+        returning id, current_def_id
+      ),
+      sx as (select s.id, ids.* from s join ids on ids.def_id = s.current_def_id),
+      d as (
+        insert into ${submissionDefs} (id, submission_id, form_def_id, instance_id, xml, md5, instance_name, submitter_id,
+          device_id, user_agent, current, encrypted, "values", root_values, root_text)
+        overriding system value
+        select def_id, id, form_def_id, instance_id, xml, md5, instance_name, submitter_id, device_id, user_agent, true, encrypted,
+          "values", root_values, root_text from sx order by i
+      ),
+      a as (
+        insert into ${submissionAttachments} (submission_def_id, name)
+        select sx.def_id, n.name from sx, jsonb_array_elements_text(sx.attachments) as n(name)
+      ),
+      au as (
+        insert into ${audits} (actor_id, action, actee_id, details)
+        select audit_actor_id, 'submission.create', actee_id,
+          jsonb_build_object('submissionId', id, 'instanceId', instance_id, 'submissionDefId', def_id)
+        from sx order by i
+      )
+      select i, id, def_id from sx order by i`);
+    const out = batch.map(() => false);
+    for (const r of stored) {
+      const p = batch[Number(r.i)]!;
+      out[Number(r.i)] = true;
+      if (p.files.length > 0 && p.parsed.attachments.length > 0) {
+        await attachFiles(tx, p.form, { id: Number(r.id), instanceId: p.instanceId }, { id: Number(r.def_id) }, p.parsed.attachments, p.files, false);
+      }
+    }
+    return out;
+  });
+}
+
 /** Runs `once`, and once more when it lost a race on the unique (form, instanceId, draft) index. */
 async function retryOnDuplicate<T>(ctx: Ctx, once: () => Promise<T>): Promise<T> {
   try {
@@ -332,6 +474,12 @@ export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmissi
   const parsed = parseSubmission(doc, formDef.fields);
   const instanceId = parsed.instanceId ?? crypto.randomUUID();
   checkIds(instanceId, parsed.deprecatedId);
+  // The common case (a new submission, no edit, no entity work) joins the group commit; a
+  // submission it did not store (its instanceID exists, or the batch failed) takes the path below.
+  if (!ctx.tx && parsed.deprecatedId == null && parsed.entities.length === 0
+    && await groupCommit(ctx, { form, formDef, draft, parsed, xml, instanceId, client: input, files: input.files })) {
+    return 'created';
+  }
   return retryOnDuplicate(ctx, () => withJobs(ctx, async (tx) => {
     if (parsed.deprecatedId == null) {
       // The common case first: a new submission in one statement; an existing one falls through.
