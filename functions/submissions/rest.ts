@@ -2,8 +2,9 @@
 import type { Context } from 'hono';
 import { isExtended, newApp, success, type AppEnv } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
+import { jsonArrayResponse } from '../../lib/http/json-stream';
 import { projectId, stringParam } from '../../lib/http/params';
-import { blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
+import { actionNotes, blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
 import { Problem } from '../../lib/problem';
 import * as attachments from '../../lib/submissions/attachments';
 import * as comments from '../../lib/submissions/comments';
@@ -51,7 +52,8 @@ export const submissionRestRoutes = newApp();
 submissionRestRoutes.get(`${F}/submissions/submitters`, async (c) => c.json(await manage.listSubmitters(c.var.ctx, projectId(c), form(c))));
 for (const [prefix, draft] of [[`${F}/submissions`, false], [`${F}/draft/submissions`, true]] as const) {
   submissionRestRoutes
-    .get(prefix, async (c) => c.json(await queries.listSubmissions(c.var.ctx, projectId(c), form(c), draft, isExtended(c))))
+    // Streamed as it is read (issue 21): 100,000 submissions in bounded memory, first byte at once.
+    .get(prefix, async (c) => jsonArrayResponse(await queries.listSubmissions(c.var.ctx, projectId(c), form(c), draft, isExtended(c))))
     .post(prefix, async (c) =>
       c.json(await createSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), draft, xml: await bodyBytes(c), ...client(c) })))
     .get(`${prefix}/keys`, async (c) => c.json(await manage.listSubmissionKeys(c.var.ctx, projectId(c), form(c), draft)))
@@ -89,7 +91,7 @@ submissionRestRoutes.post('/v1/test/:token/projects/:projectId/forms/:xmlFormId/
 const S = `${F}/submissions/:instanceId`;
 submissionRestRoutes
   .put(S, async (c) => c.json(await updateSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), instanceId: inst(c), xml: await bodyBytes(c), ...client(c) })))
-  .patch(S, async (c) => c.json(await manage.setReviewState(c.var.ctx, projectId(c), form(c), inst(c), await jsonBody(c))))
+  .patch(S, async (c) => c.json(await manage.setReviewState(c.var.ctx, projectId(c), form(c), inst(c), await jsonBody(c), actionNotes(c))))
   .delete(S, async (c) => {
     await manage.deleteSubmission(c.var.ctx, projectId(c), form(c), inst(c));
     return success(c);

@@ -28,7 +28,10 @@ import {
 } from './queries';
 import { deleteDraftSubmissions } from '../submissions/manage';
 import { applyProjectKey } from './managed-key';
-import * as xlsform from '../xlsform';
+
+// lib/xlsform (SheetJS) loads with the first form upload: the bundles that reach this module for
+// other verbs (form attachments from submissions and entity lists) never load it at start-up.
+const loadXlsForm = () => import('../xlsform');
 
 export { getFormOrNotFound, type LoadedForm } from './queries';
 
@@ -106,7 +109,7 @@ export async function listForms(ctx: Ctx, projectId: number, opts: { deleted: bo
 export async function createForm(ctx: Ctx, projectId: number, input: UploadInput & { publish: boolean }): Promise<FormJson> {
   const project = await getProjectOrNotFound(ctx, projectId);
   await canOrReject(ctx, 'form.create', projectActee(project));
-  const upload = readUpload(input.body, input.contentType, input.formIdFallback ?? null, xlsform);
+  const upload = readUpload(input.body, input.contentType, input.formIdFallback ?? null, await loadXlsForm());
   if (!upload.parsed.hasMeta) throw problems.form.missingMeta();
   const { xmlFormId } = upload.parsed;
   return withTx(ctx, async (tx) => {
@@ -284,7 +287,7 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
   if (!copy) {
     // 404 and 403 come before parse errors; the conversion (CPU work) then runs outside the transaction.
     await canOnFormOrReject(ctx, 'form.update', await getFormOrNotFound(ctx, projectId, xmlFormId));
-    uploaded = readUpload(input.body, input.contentType, input.formIdFallback ?? null, xlsform);
+    uploaded = readUpload(input.body, input.contentType, input.formIdFallback ?? null, await loadXlsForm());
   }
   await withTx(ctx, async (tx) => {
     const f = await getFormOrNotFound(tx, projectId, xmlFormId);

@@ -24,15 +24,15 @@ export const ReviewInput = z.object({ reviewState: z.enum(['received', 'hasIssue
  * Sets a submission's review state (PATCH S `{ reviewState }`).
  * @returns `{ instanceId, submitterId, deviceId, createdAt, updatedAt, reviewState, deletedAt }`, the
  *   shape Central answers (central-outputs/simple/api/review-*-response.json).
- * Effects: submissions row; audit `submission.update` `{ reviewState }`.
+ * Effects: submissions row; audit `submission.update` `{ reviewState }` with `notes` (X-Action-Notes).
  * @throws 404.1; 403.1 without submission.update; 400.2/400.8 bad body.
  */
-export async function setReviewState(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, body: unknown) {
+export async function setReviewState(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, body: unknown, notes: string | null = null) {
   return withJobs(ctx, async (tx) => {
     const { f, sub } = await load(tx, projectId, xmlFormId, instanceId, false, 'submission.update');
     const { reviewState } = parseInput(ReviewInput, body);
     const [row] = await tx.db.update(submissions).set({ reviewState, updatedAt: new Date() }).where(eq(submissions.id, sub.id)).returning();
-    await audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, reviewState });
+    await audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, reviewState }, notes);
     // Approval may create entities (lib/entities handles the job after commit).
     if (reviewState === 'approved' && row!.currentDefId != null) {
       await enqueueJob(tx, 'submission.entities', {
