@@ -1,15 +1,6 @@
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  NoSuchKey,
-  NotFound,
-  PutObjectCommand,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '../config';
-import type { BlobStore } from './store';
+import type { BlobStore, PresignOptions } from './store';
 
 export interface S3StoreOptions {
   bucket: string;
@@ -23,11 +14,17 @@ export interface S3StoreOptions {
 }
 
 const isMissing = (err: unknown) =>
-  err instanceof NoSuchKey ||
-  err instanceof NotFound ||
   (err as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode === 404 ||
   (err as { name?: string })?.name === 'NoSuchKey' ||
   (err as { name?: string })?.name === 'NotFound';
+
+// The SDK is loaded on first use, not at module init: a Lambda or Worker that serves a request
+// without touching blobs (most of them) does not pay for parsing it at cold start.
+const loadSdk = () => import('@aws-sdk/client-s3');
+type Sdk = Awaited<ReturnType<typeof loadSdk>>;
+
+/** Part size of temporary uploads (S3's minimum is 5 MiB for all parts but the last). */
+const PART_BYTES = 8 * 1024 * 1024;
 
 /**
  * A BlobStore on any S3-compatible service (AWS, R2, MinIO, s3rver). Runs on Node and Workers.
@@ -35,27 +32,46 @@ const isMissing = (err: unknown) =>
  *   the SDK's default chain, e.g. a Lambda role).
  */
 export function createS3BlobStore(opts: S3StoreOptions): BlobStore {
-  const client = new S3Client({
-    region: opts.region,
-    forcePathStyle: opts.forcePathStyle,
-    ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
-    ...(opts.accessKeyId && opts.secretAccessKey
-      ? { credentials: { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey } }
-      : {}),
-  });
+  let ready: Promise<{ sdk: Sdk; client: S3Client }> | null = null;
+  const s3 = () => (ready ??= loadSdk().then((sdk) => ({
+    sdk,
+    client: new sdk.S3Client({
+      region: opts.region,
+      forcePathStyle: opts.forcePathStyle,
+      ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
+      ...(opts.accessKeyId && opts.secretAccessKey
+        ? { credentials: { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey } }
+        : {}),
+    }),
+  })));
   const prefix = opts.prefix ?? 'blobs/';
   const Bucket = opts.bucket;
+  // Temporary keys (putTemporary) start with `tmp/`, outside the blob prefix: the orphan sweep
+  // never sees them and the bucket's lifecycle rule expires them.
+  const objectKey = (key: string) => (key.startsWith(TEMP_PREFIX) ? key : prefix + key);
+  const size = async (key: string): Promise<number | null> => {
+    const { sdk, client } = await s3();
+    try {
+      const res = await client.send(new sdk.HeadObjectCommand({ Bucket, Key: objectKey(key) }));
+      return res.ContentLength ?? 0;
+    } catch (err) {
+      if (isMissing(err)) return null;
+      throw err;
+    }
+  };
   return {
     kind: 's3',
     async put(key, body, contentType) {
-      await client.send(new PutObjectCommand({
+      const { sdk, client } = await s3();
+      await client.send(new sdk.PutObjectCommand({
         Bucket, Key: prefix + key, Body: body, ContentLength: body.byteLength,
         ...(contentType ? { ContentType: contentType } : {}),
       }));
     },
     async get(key) {
+      const { sdk, client } = await s3();
       try {
-        const res = await client.send(new GetObjectCommand({ Bucket, Key: prefix + key }));
+        const res = await client.send(new sdk.GetObjectCommand({ Bucket, Key: objectKey(key) }));
         return res.Body ? (res.Body.transformToWebStream() as ReadableStream<Uint8Array>) : null;
       } catch (err) {
         if (isMissing(err)) return null;
@@ -63,27 +79,84 @@ export function createS3BlobStore(opts: S3StoreOptions): BlobStore {
       }
     },
     async has(key) {
-      try {
-        await client.send(new HeadObjectCommand({ Bucket, Key: prefix + key }));
-        return true;
-      } catch (err) {
-        if (isMissing(err)) return false;
-        throw err;
-      }
+      return (await size(key)) != null;
     },
+    size,
     async delete(key) {
-      await client.send(new DeleteObjectCommand({ Bucket, Key: prefix + key }));
+      const { sdk, client } = await s3();
+      await client.send(new sdk.DeleteObjectCommand({ Bucket, Key: objectKey(key) }));
     },
     async *list() {
+      const { sdk, client } = await s3();
       let ContinuationToken: string | undefined;
       do {
-        const res = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ContinuationToken }));
+        const res = await client.send(new sdk.ListObjectsV2Command({ Bucket, Prefix: prefix, ContinuationToken }));
         for (const o of res.Contents ?? []) if (o.Key) yield o.Key.slice(prefix.length);
         ContinuationToken = res.IsTruncated ? res.NextContinuationToken : undefined;
       } while (ContinuationToken);
     },
+    async presignGet(key: string, p: PresignOptions) {
+      const { sdk, client } = await s3();
+      const { getSignedUrl } = await import('@aws-sdk/s3-request-presigner');
+      return getSignedUrl(client, new sdk.GetObjectCommand({
+        Bucket, Key: objectKey(key),
+        ...(p.contentType ? { ResponseContentType: p.contentType } : {}),
+        ...(p.contentDisposition ? { ResponseContentDisposition: p.contentDisposition } : {}),
+      }), { expiresIn: p.expiresInSeconds });
+    },
+    async copyTemporary(tempKey: string, key: string, contentType?: string) {
+      if (!tempKey.startsWith(TEMP_PREFIX)) throw new Error(`not a temporary key: ${tempKey}`);
+      const { sdk, client } = await s3();
+      // A server-side copy (R2 and S3 up to 5 GB): the bytes never come back through the Worker.
+      await client.send(new sdk.CopyObjectCommand({
+        Bucket, Key: prefix + key, CopySource: `${Bucket}/${tempKey}`,
+        ...(contentType ? { ContentType: contentType, MetadataDirective: 'REPLACE' } : {}),
+      }));
+    },
+    async putTemporary(body, contentType) {
+      const { sdk, client } = await s3();
+      const Key = `${TEMP_PREFIX}${crypto.randomUUID()}`;
+      const { UploadId } = await client.send(new sdk.CreateMultipartUploadCommand({ Bucket, Key, ContentType: contentType }));
+      try {
+        const parts: { ETag: string; PartNumber: number }[] = [];
+        const send = async (bytes: Uint8Array) => {
+          const PartNumber = parts.length + 1;
+          const res = await client.send(new sdk.UploadPartCommand({ Bucket, Key, UploadId, PartNumber, Body: bytes, ContentLength: bytes.byteLength }));
+          parts.push({ ETag: res.ETag!, PartNumber });
+        };
+        // One part buffer at a time: memory stays at PART_BYTES whatever the file's size.
+        let buf = new Uint8Array(PART_BYTES);
+        let used = 0;
+        const reader = body.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          let off = 0;
+          while (off < value.byteLength) {
+            const n = Math.min(PART_BYTES - used, value.byteLength - off);
+            buf.set(value.subarray(off, off + n), used);
+            used += n;
+            off += n;
+            if (used === PART_BYTES) {
+              await send(buf);
+              buf = new Uint8Array(PART_BYTES);
+              used = 0;
+            }
+          }
+        }
+        if (used > 0 || parts.length === 0) await send(buf.subarray(0, used));
+        await client.send(new sdk.CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }));
+      } catch (err) {
+        await client.send(new sdk.AbortMultipartUploadCommand({ Bucket, Key, UploadId })).catch(() => {});
+        throw err;
+      }
+      return Key;
+    },
   };
 }
+
+/** Key prefix of temporary objects (generated exports); the CDK stack expires it after a day. */
+export const TEMP_PREFIX = 'tmp/';
 
 /**
  * The S3 store the config names (S3_BUCKET, S3_ENDPOINT, S3_REGION, credentials, path style).

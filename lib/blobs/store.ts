@@ -17,6 +17,34 @@ export interface BlobStore {
   delete(key: string): Promise<void>;
   /** Every stored key (for the orphan sweep). */
   list(): AsyncIterable<string>;
+  /** The stored size in bytes, or null when absent (S3: a HEAD request). */
+  size?(key: string): Promise<number | null>;
+  /**
+   * A short-lived URL that GETs `key` straight from the store, with the response's Content-Type and
+   * Content-Disposition set by the URL (S3 only). For responses over a platform's response cap.
+   * @param key a blob key, or a key returned by putTemporary.
+   */
+  presignGet?(key: string, opts: PresignOptions): Promise<string>;
+  /**
+   * Writes a generated file (an export) under a temporary key, outside the content-addressed
+   * blobs, streaming it in parts; a bucket lifecycle rule deletes such objects after a day (S3 only).
+   * @returns the key to pass to presignGet.
+   */
+  putTemporary?(body: ReadableStream<Uint8Array>, contentType: string): Promise<string>;
+  /**
+   * Copies a temporary object (from putTemporary) to the blob key `key` (S3: a server-side copy;
+   * files: a hard link), for media staged while they streamed in (lib/blobs/staged.ts). The
+   * temporary object stays (a rolled-back transaction may copy it again); delete it after.
+   * @param contentType recorded on the blob object.
+   */
+  copyTemporary?(tempKey: string, key: string, contentType?: string): Promise<void>;
+}
+
+export interface PresignOptions {
+  /** Seconds the URL stays valid. */
+  expiresInSeconds: number;
+  contentType?: string;
+  contentDisposition?: string;
 }
 
 /** Collects a blob stream into one buffer (small blobs, tests). */

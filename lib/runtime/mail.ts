@@ -1,8 +1,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import nodemailer from 'nodemailer';
 import type { Config } from '../config';
 import type { Mailer } from '../mail';
+
+// nodemailer is loaded on first use: most requests send no mail, and a Lambda bundle keeps it in a
+// lazily loaded chunk instead of its start-up code.
+const loadNodemailer = async () => (await import('nodemailer')).default;
 
 /**
  * An SMTP Mailer (nodemailer) for EMAIL_HOST / EMAIL_PORT / EMAIL_SECURE / EMAIL_USER /
@@ -12,16 +15,18 @@ import type { Mailer } from '../mail';
  */
 export function createSmtpMailer(config: Config): Mailer {
   if (!config.EMAIL_HOST) throw new Error('createSmtpMailer: EMAIL_HOST is not set');
-  const transport = nodemailer.createTransport({
+  const options = {
     host: config.EMAIL_HOST,
     port: config.EMAIL_PORT ?? (config.EMAIL_SECURE ? 465 : 587),
     secure: config.EMAIL_SECURE,
     ...(config.EMAIL_USER ? { auth: { user: config.EMAIL_USER, pass: config.EMAIL_PASSWORD ?? '' } } : {}),
-  });
+  };
+  let transport: Promise<import('nodemailer').Transporter> | null = null;
   return {
     kind: 'smtp',
     async send(message) {
-      const info = await transport.sendMail(message);
+      transport ??= loadNodemailer().then((nodemailer) => nodemailer.createTransport(options));
+      const info = await (await transport).sendMail(message);
       return { messageId: info.messageId };
     },
   };
@@ -34,12 +39,13 @@ export function createSmtpMailer(config: Config): Mailer {
  * @returns receipts carrying the file's absolute path.
  */
 export function createOutboxMailer(dir: string): Mailer {
-  const composer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
+  let composer: Promise<import('nodemailer').Transporter<{ messageId: string; message: Buffer }>> | null = null;
   const folder = resolve(dir);
   return {
     kind: 'outbox',
     async send(message) {
-      const info = await composer.sendMail(message);
+      composer ??= loadNodemailer().then((nodemailer) => nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' }) as never);
+      const info = await (await composer).sendMail(message);
       await mkdir(folder, { recursive: true });
       const stamp = new Date().toISOString().replace(/[:.]/g, '-');
       const path = join(folder, `${stamp}-${crypto.randomUUID().slice(0, 8)}.eml`);

@@ -98,7 +98,7 @@ export async function createUser(ctx: Ctx, body: unknown, mail?: MailOrigin): Pr
   const raw = (body ?? {}) as Record<string, unknown>;
   if (raw.email == null && raw.displayName == null) throw problems.user.missingParameter({ field: 'displayName' });
   const input = parseInput(CreateUserInput, raw);
-  if (input.password != null) checkPassword(input.password);
+  if (input.password != null) await checkPassword(input.password);
   const outgoing: MailMessage[] = [];
   const json = await withTx(ctx, async (tx) => {
     await assertEmailFree(tx, input.email);

@@ -1,5 +1,4 @@
 import { hash } from 'bcryptjs';
-import zxcvbn from 'zxcvbn';
 import type { Ctx } from '../context';
 import { problems } from '../problem';
 
@@ -8,15 +7,18 @@ import { problems } from '../problem';
  * least 10 characters (400.21), at most 72 bytes, bcrypt's limit (400.38), and not guessable:
  * zxcvbn scores it above 2 (400.44 with zxcvbn's warning and suggestions). zxcvbn is the same
  * release Central uses, so the same passwords pass. Kept apart from passwords.ts so that only the
- * users group bundles zxcvbn's dictionaries, not every Worker that authenticates.
+ * users group bundles zxcvbn's dictionaries, not every Worker that authenticates; and loaded on
+ * first use, so a cold start (a login) does not parse them.
  * @throws Problem 400.11 / 400.21 / 400.38 / 400.44. Pure.
  */
-export function checkPassword(password: unknown): asserts password is string {
+export async function checkPassword(password: unknown): Promise<string> {
   if (typeof password !== 'string') throw problems.user.invalidDataTypeOfParameter({ value: password, expected: 'string' });
   if (password.length < 10) throw problems.user.passwordTooShort();
   if (new TextEncoder().encode(password).byteLength > 72) throw problems.user.passwordTooLong();
+  const { default: zxcvbn } = await import('zxcvbn');
   const { score, feedback } = zxcvbn(password);
   if (score <= 2) throw problems.user.passwordTooWeak({ warning: feedback.warning, suggestions: feedback.suggestions });
+  return password;
 }
 
 /**
@@ -24,6 +26,5 @@ export function checkPassword(password: unknown): asserts password is string {
  * @throws as checkPassword.
  */
 export async function hashPassword(ctx: Ctx, password: unknown): Promise<string> {
-  checkPassword(password);
-  return hash(password, ctx.config.BCRYPT_COST);
+  return hash(await checkPassword(password), ctx.config.BCRYPT_COST);
 }
