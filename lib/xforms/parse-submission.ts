@@ -195,8 +195,9 @@ export function parseSubmission(input: string | Uint8Array | SubmissionDocument,
   if (encryption && instanceId === null)
     throw problems.user.missingParameter({ field: 'instanceId (required for encrypted submissions)' });
 
-  const repeats = fields ? new Set(fields.filter((f) => f.type === 'repeat').map((f) => f.path)) : repeatedPaths(root);
-  const binaries = new Set(fields ? fields.filter((f) => f.binary === true).map((f) => f.path) : []);
+  const shape = fields ? fieldShape(fields) : null;
+  const repeats = shape ? shape.repeats : repeatedPaths(root);
+  const binaries = shape ? shape.binaries : NO_PATHS;
 
   const values: SubmissionValue[] = [];
   const entities: SubmissionEntity[] = [];
@@ -217,13 +218,22 @@ export function parseSubmission(input: string | Uint8Array | SubmissionDocument,
     repeatIndex: number[];
   }
   const frames = (parent: El, path: string, repeatIndex: number[]): Frame[] => {
-    const counts = new Map<string, number>();
-    return parent.children.map((el) => {
+    // Instances are counted only for repeat paths (most forms have none: no map per element).
+    let counts: Map<string, number> | null = null;
+    const out: Frame[] = new Array(parent.children.length);
+    for (let i = 0; i < out.length; i += 1) {
+      const el = parent.children[i]!;
       const p = `${path}/${el.local}`;
-      const n = (counts.get(el.local) ?? 0) + 1;
-      counts.set(el.local, n);
-      return { el, parent, path: p, repeatIndex: repeats.has(p) ? [...repeatIndex, n] : repeatIndex };
-    });
+      let index = repeatIndex;
+      if (repeats.size > 0 && repeats.has(p)) {
+        counts ??= new Map();
+        const n = (counts.get(el.local) ?? 0) + 1;
+        counts.set(el.local, n);
+        index = [...repeatIndex, n];
+      }
+      out[i] = { el, parent, path: p, repeatIndex: index };
+    }
+    return out;
   };
   const stack = frames(root, '', []).reverse();
   for (let f = stack.pop(); f; f = stack.pop()) {
@@ -269,8 +279,41 @@ export function parseSubmission(input: string | Uint8Array | SubmissionDocument,
     entities,
     attachments,
     values,
-    hash: { md5: bytesToHex(md5(bytes)), sha256: bytesToHex(sha256(bytes)) },
+    hash: lazyHashes(bytes),
   };
+}
+
+/**
+ * MD5 and SHA-256 of the bytes, each computed on first read and kept: ingestion stores only the
+ * MD5, and hashing a few kB in JavaScript is a visible share of a submission's CPU.
+ */
+function lazyHashes(bytes: Uint8Array): { md5: string; sha256: string } {
+  let m: string | undefined;
+  let s: string | undefined;
+  return {
+    get md5() { return (m ??= bytesToHex(md5(bytes))); },
+    get sha256() { return (s ??= bytesToHex(sha256(bytes))); },
+  };
+}
+
+const NO_PATHS: ReadonlySet<string> = new Set();
+
+/** Repeat and binary paths of a definition's fields, built once per fields array (cached per definition by callers). */
+const shapes = new WeakMap<FormField[], { repeats: Set<string>; binaries: Set<string>; rootLeaves: string[] }>();
+function fieldShape(fields: FormField[]): { repeats: Set<string>; binaries: Set<string>; rootLeaves: string[] } {
+  let shape = shapes.get(fields);
+  if (!shape) {
+    const repeatPrefixes = fields.filter((f) => f.type === 'repeat').map((f) => `${f.path}/`);
+    shape = {
+      repeats: new Set(fields.filter((f) => f.type === 'repeat').map((f) => f.path)),
+      binaries: new Set(fields.filter((f) => f.binary === true).map((f) => f.path)),
+      rootLeaves: fields
+        .filter((f) => f.type !== 'structure' && f.type !== 'repeat' && !repeatPrefixes.some((r) => f.path.startsWith(r)))
+        .map((f) => f.path),
+    };
+    shapes.set(fields, shape);
+  }
+  return shape;
 }
 
 /**
@@ -291,17 +334,20 @@ export const ROOT_TEXT_SEPARATOR = '\u001f';
  * `rootTextOf` stores. Pure.
  */
 export function rootLeafPaths(fields: FormField[]): string[] {
-  const repeats = fields.filter((f) => f.type === 'repeat').map((f) => `${f.path}/`);
-  return fields
-    .filter((f) => f.type !== 'structure' && f.type !== 'repeat' && !repeats.some((r) => f.path.startsWith(r)))
-    .map((f) => f.path);
+  return [...fieldShape(fields).rootLeaves];
 }
 
 /**
  * The texts of the root leaf fields (rootLeafPaths of the version's definition), '' when absent,
- * joined by ROOT_TEXT_SEPARATOR: what a CSV export copies for a row with no parsing at all. Pure.
+ * joined by ROOT_TEXT_SEPARATOR: what a CSV export copies for a row with no parsing at all.
+ * @param root rootValuesOf(values) when the caller has it already. Pure.
  */
-export function rootTextOf(values: SubmissionValue[], fields: FormField[]): string {
-  const root = rootValuesOf(values);
-  return rootLeafPaths(fields).map((p) => root[p] ?? '').join(ROOT_TEXT_SEPARATOR);
+export function rootTextOf(values: SubmissionValue[], fields: FormField[], root: Record<string, string> = rootValuesOf(values)): string {
+  const leaves = fieldShape(fields).rootLeaves;
+  let out = '';
+  for (let i = 0; i < leaves.length; i += 1) {
+    if (i > 0) out += ROOT_TEXT_SEPARATOR;
+    out += root[leaves[i]!] ?? '';
+  }
+  return out;
 }
