@@ -1,9 +1,10 @@
 /** Entities of a Dataset: D/entities, E, E/versions, E/diffs, E/audits, bulk delete/restore. Authz in lib/entities. */
 import { groupApp, isExtended, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
-import { projectId, stringParam } from '../../lib/http/params';
+import { paging, projectId, stringParam } from '../../lib/http/params';
 import { actionNotes } from '../../lib/http/responses';
 import * as entities from '../../lib/entities';
+import { listEntityAudits } from '../../lib/entities/audits';
 
 const D = '/v1/projects/:projectId/datasets/:name';
 const E = `${D}/entities/:uuid`;
@@ -24,7 +25,7 @@ export const entitiesRoutes = groupApp()
     })))
   .get(`${E}/diffs`, async (c) => c.json(await entities.listDiffs(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'))))
   .get(`${E}/audits`, async (c) =>
-    c.json(await entities.listEntityAudits(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'), isExtended(c))))
+    c.json(await listEntityAudits(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'), paging(c))))
   .post(`${E}/restore`, async (c) => {
     await entities.restoreEntity(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'));
     return success(c);

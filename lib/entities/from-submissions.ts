@@ -35,6 +35,11 @@ export interface SubmissionEvent {
   actorId: number | null;
   /** Force-processing from the backlog (./backlog): no holding, base on the latest version, update as create. */
   force?: boolean;
+  /**
+   * The audit event behind this work (Central's triggering event), when the producer knows it;
+   * otherwise the latest `action` audit of the submission is taken (triggeringEventId).
+   */
+  auditId?: number;
 }
 
 /** What an entity action of one submission works with. */
@@ -50,8 +55,23 @@ type Current = { entity: EntityRow; def: EntityDefRow };
 
 const truthy = (v: string | null) => v === '1' || v === 'true';
 
-async function writeAudit(tx: Ctx, actorId: number | null, action: string, acteeId: string | null, details: unknown) {
-  await tx.db.insert(audits).values({ actorId, action, acteeId, details: details as object });
+async function writeAudit(tx: Ctx, actorId: number | null, action: string, acteeId: string | null, details: unknown): Promise<number> {
+  const [row] = await tx.db.insert(audits).values({ actorId, action, acteeId, details: details as object }).returning({ id: audits.id });
+  return row!.id;
+}
+
+/**
+ * The audit event that triggered a submission's entity work: `ev.auditId`, else the submission's
+ * latest `ev.action` audit (its submission.create, the approving submission.update, …; the
+ * audits_submission_id index). Null when there is none (archived audits). Reads only.
+ */
+async function triggeringEventId(tx: Ctx, ev: SubmissionEvent): Promise<number | null> {
+  if (ev.auditId != null) return ev.auditId;
+  const [row] = await tx.db.select({ id: audits.id }).from(audits)
+    .where(and(sql`${audits.details} ? 'submissionId'`, sql`(${audits.details} ->> 'submissionId')::int = ${ev.submissionId}`,
+      eq(audits.action, ev.action)))
+    .orderBy(sql`${audits.id} desc`).limit(1);
+  return row?.id ?? null;
 }
 
 /**
@@ -106,6 +126,7 @@ async function processInner(tx: Ctx, ev: SubmissionEvent): Promise<void> {
     sourceId ??= (await tx.db.insert(entityDefSources)
       .values({
         type: 'submission', submissionDefId: row.def.id, details: { submission: { instanceId: row.def.instanceId } }, forceProcessed: ev.force === true,
+        auditId: await triggeringEventId(tx, ev),
       })
       .returning())[0]!.id;
     return sourceId;
@@ -201,11 +222,11 @@ async function requeueNextHeld(tx: Ctx, ev: SubmissionEvent, sub: SubCtx, applie
     : and(eq(b.branchId, branchId), eq(b.branchBaseVersion, (branchBaseVersion ?? 0) + 1)))
     .returning();
   if (!next) return;
-  await writeAudit(tx, ev.actorId, 'submission.backlog.reprocess', sub.formActeeId, {
+  const auditId = await writeAudit(tx, ev.actorId, 'submission.backlog.reprocess', sub.formActeeId, {
     submissionId: next.submissionId, submissionDefId: next.submissionDefId,
   });
   await enqueueJob(tx, 'submission.entities', {
-    action: 'submission.backlog.reprocess', submissionId: next.submissionId, submissionDefId: next.submissionDefId, actorId: ev.actorId,
+    action: 'submission.backlog.reprocess', submissionId: next.submissionId, submissionDefId: next.submissionDefId, actorId: ev.actorId, auditId,
   });
 }
 

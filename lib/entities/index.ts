@@ -8,14 +8,13 @@
 import { and, asc, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import { actors, audits, entities, entityDefs, entityDefSources, type ActorRow, type EntityDefRow, type EntityRow } from '../../drizzle/schema';
 import { actorJson } from '../actors';
-import { auditJson } from '../audits';
 import { audit } from '../audits/log';
 import { canOrReject } from '../authz/can';
 import { withTx, type Ctx } from '../context';
 import { datasetActee, getDatasetOrNotFound, publishedProperties, type LoadedDataset } from '../datasets';
 import { problems } from '../problem';
 import {
-  entityJson, entityUniquenessViolationWithDeleted, entityVersionConflict, noConflictEntity, readEntityBody, unexpectedAttributes,
+  entityJson, entityUniquenessViolationWithDeleted, entityVersionConflict, noConflictEntity, normalizeUuid, readEntityBody, unexpectedAttributes,
   versionDiffs, versionJson, withConflictDetails, type EntityInput,
 } from './model';
 import { entityListHashes } from '../datasets/entity-lists';
@@ -30,11 +29,14 @@ async function loadDataset(ctx: Ctx, projectId: number, name: string, verb: stri
   return d;
 }
 
-/** An entity of a Dataset with its current version. @throws 404.1. Reads only. */
+/**
+ * An entity of a Dataset with its current version; `uuid` as given in a path (`uuid:` prefix and
+ * case ignored, as Central). @throws 400.11 not a v4 UUID; 404.1. Reads only.
+ */
 export async function getEntityOrNotFound(ctx: Ctx, datasetId: number, uuid: string, deleted = false): Promise<{ entity: EntityRow; def: EntityDefRow }> {
   const [row] = await ctx.db.select({ entity: entities, def: entityDefs }).from(entities)
     .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
-    .where(and(eq(entities.datasetId, datasetId), eq(entities.uuid, uuid.toLowerCase()),
+    .where(and(eq(entities.datasetId, datasetId), eq(entities.uuid, normalizeUuid(uuid)),
       deleted ? isNotNull(entities.deletedAt) : isNull(entities.deletedAt)));
   if (!row) throw problems.user.notFound();
   return row;
@@ -81,11 +83,11 @@ export async function getEntity(ctx: Ctx, projectId: number, name: string, uuid:
   return fullJson(ctx, { ...e, def: { ...e.def, data } }, extended);
 }
 
-/** Actors who created entities of a Dataset, by displayName (GET D/entities/creators). @throws 404.1; 403.1. */
+/** Actors who created live entities of a Dataset, by displayName (GET D/entities/creators). @throws 404.1; 403.1. */
 export async function listCreators(ctx: Ctx, projectId: number, name: string) {
   const d = await loadDataset(ctx, projectId, name, 'entity.list');
   const rows = await ctx.db.selectDistinct({ a: actors }).from(entities).innerJoin(actors, eq(actors.id, entities.creatorId))
-    .where(eq(entities.datasetId, d.dataset.id));
+    .where(and(eq(entities.datasetId, d.dataset.id), isNull(entities.deletedAt)));
   return rows.map((r) => r.a).sort((a, b) => a.displayName.localeCompare(b.displayName) || a.id - b.id).map(actorJson);
 }
 
@@ -333,10 +335,14 @@ export async function listVersions(ctx: Ctx, projectId: number, name: string, uu
   const log = await entityAudits(ctx, d.dataset.acteeId, entity.uuid);
   const resolved = log.find((a) => a.action === 'entity.update.resolve');
   const sources = await sourceJsonFor(ctx, defs.map((r) => r.source));
+  // As GET E: the current version leaves out values of properties deleted since (Central).
+  const live = new Set((await publishedProperties(ctx, d.dataset.id)).map((p) => p.name));
+  const shown = (def: EntityDefRow): EntityDefRow =>
+    (def.current ? { ...def, data: Object.fromEntries(Object.entries(def.data).filter(([k]) => live.has(k))) } : def);
   return withConflictDetails(defs.map((r, i) => ({
     def: r.def,
     isCreateAsUpdate: (r.source?.details as { action?: string } | null)?.action === 'create',
-    ...versionJson(r.def, true, people ? (people.get(r.def.creatorId ?? -1) ?? null) : undefined),
+    ...versionJson(shown(r.def), true, people ? (people.get(r.def.creatorId ?? -1) ?? null) : undefined),
     source: sources[i],
   })), resolved ? Number((resolved.details as { entityDefId?: number }).entityDefId ?? 0) : null, opts.relevantToConflict);
 }
@@ -357,21 +363,6 @@ export async function listDiffs(ctx: Ctx, projectId: number, name: string, uuid:
   const { entity } = await getEntityOrNotFound(ctx, d.dataset.id, uuid);
   const defs = await ctx.db.select().from(entityDefs).where(eq(entityDefs.entityId, entity.id)).orderBy(asc(entityDefs.version));
   return versionDiffs(defs);
-}
-
-/**
- * An entity's audit log, newest first (GET E/audits), with the submission that made a version
- * where there is one; extended adds `actor`. @throws 404.1; 403.1 without entity.read. Reads only.
- */
-export async function listEntityAudits(ctx: Ctx, projectId: number, name: string, uuid: string, extended: boolean) {
-  const d = await loadDataset(ctx, projectId, name, 'entity.read');
-  const { entity } = await getEntityOrNotFound(ctx, d.dataset.id, uuid);
-  const rows = await entityAudits(ctx, d.dataset.acteeId, entity.uuid);
-  const people = extended ? await actorMap(ctx, rows.map((r) => r.actorId)) : null;
-  return rows.map((r) => ({
-    ...auditJson(r),
-    ...(people ? { actor: r.actorId != null && people.has(r.actorId) ? actorJson(people.get(r.actorId)!) : null } : {}),
-  }));
 }
 
 /**
