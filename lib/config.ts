@@ -77,6 +77,14 @@ export const ConfigSchema = z.object({
   EMAIL_PASSWORD: opt(z.string().min(1)),
   /** Sender address (`Name <addr>` allowed); unset: no-reply@ the PUBLIC_URL host, else no-reply@localhost. */
   EMAIL_FROM: opt(z.string().min(3)),
+  /**
+   * An Enketo server's API root (Central's `enketo.url`, e.g. https://forms.example.org/-). Set with
+   * ENKETO_API_KEY: forms then get their enketoId / enketoOnceId from Enketo on draft and publish,
+   * as Central (lib/enketo). Unset: no Enketo; published forms get ids Fieldbase draws (Web Forms).
+   */
+  ENKETO_URL: opt(z.string().url().transform((u) => u.replace(/\/+$/, ''))),
+  /** Enketo's API key (sent as the Basic user name, as Central does). */
+  ENKETO_API_KEY: opt(z.string().min(1)),
   LOG_LEVEL: z.preprocess(blankToUndefined, z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info')),
   /** Largest binary upload (form definitions, attachments), bytes: OpenRosa's advertised 100 MB. */
   MAX_UPLOAD_BYTES: z.preprocess(blankToUndefined, z.coerce.number().int().positive().default(100_000_000)),
@@ -101,7 +109,8 @@ export class ConfigError extends Error {
  * @returns the typed Config with defaults applied.
  * @throws ConfigError naming every invalid variable (start-up fails; never a Problem).
  * Also rejects a half-configured S3 store (S3_BUCKET without both credentials, or the reverse) and
- * half-configured SMTP (EMAIL_USER without EMAIL_PASSWORD, or SMTP settings without EMAIL_HOST).
+ * half-configured SMTP (EMAIL_USER without EMAIL_PASSWORD, or SMTP settings without EMAIL_HOST),
+ * and ENKETO_URL without ENKETO_API_KEY or the reverse.
  */
 export function parseConfig(source: Record<string, unknown>): Config {
   const result = ConfigSchema.safeParse(source);
@@ -128,6 +137,14 @@ export function parseConfig(source: Record<string, unknown>): Config {
       {
         variable: c.ADMIN_EMAIL == null ? 'ADMIN_EMAIL' : 'ADMIN_PASSWORD',
         message: 'ADMIN_EMAIL and ADMIN_PASSWORD must be set together',
+      },
+    ]);
+  }
+  if ((c.ENKETO_URL == null) !== (c.ENKETO_API_KEY == null)) {
+    throw new ConfigError([
+      {
+        variable: c.ENKETO_URL == null ? 'ENKETO_URL' : 'ENKETO_API_KEY',
+        message: 'ENKETO_URL and ENKETO_API_KEY must be set together',
       },
     ]);
   }

@@ -32,7 +32,7 @@ export const draftRoutes = newApp()
   .get(`${F}/draft/fields`, async (c) =>
     c.json(await forms.getDraftFields(c.var.ctx, projectId(c), id(c), c.req.query('odata') === 'true')))
   .post(`${F}/draft/publish`, async (c) => {
-    await forms.publishDraft(c.var.ctx, projectId(c), id(c), c.req.query('version'), actionNotes(c));
+    await forms.publishDraft(c.var.ctx, projectId(c), id(c), c.req.query('version'), actionNotes(c), new URL(c.req.url).origin);
     return success(c);
   })
   .get(`${F}/draft/attachments`, async (c) =>

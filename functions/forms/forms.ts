@@ -15,6 +15,7 @@ const upload = async (c: Context<AppEnv, any>) => ({
   contentType: c.req.header('content-type') ?? null,
   ignoreWarnings: c.req.query('ignoreWarnings') === 'true',
   formIdFallback: c.req.header('x-xlsform-formid-fallback') ?? null,
+  origin: new URL(c.req.url).origin,
 });
 const ext = (file: string) => (file.endsWith('.xlsx') ? 'xlsx' : 'xls');
 

@@ -166,15 +166,17 @@ async function keyIdFor(ctx: Ctx, publicKey: string | null): Promise<number | nu
 /**
  * Stores a definition and the attachments it expects (empty until uploaded; itemsets.csv filled
  * when the spreadsheet produced one and the form expects it, as Central does).
- * @param publish when set, the definition is published now by the request's actor.
+ * @param publish when set, the definition is published by the request's actor: now, or at the
+ *   given time (a form published as it is created: its creation time, as Central).
  * @param autoLink a new form: data-file attachments named after a published Dataset link to it.
  * Effects: form_defs row, form_attachments rows, a keys row for a new public key; blobs for the
  *   spreadsheet and itemsets.csv (removed from the store again if the transaction rolls back).
  *   Inside withTx.
  */
 export async function insertDef(
-  ctx: Ctx, form: FormRow, upload: Upload, publish: boolean, notes: string | null = null, autoLink = false,
+  ctx: Ctx, form: FormRow, upload: Upload, publish: boolean | Date, notes: string | null = null, autoLink = false,
 ): Promise<FormDefRow> {
+  const publishedAt = publish === false ? null : publish === true ? new Date() : publish;
   const p = upload.parsed;
   const xls = upload.xls == null ? null
     : 'blobId' in upload.xls ? upload.xls
@@ -196,7 +198,7 @@ export async function insertDef(
       fields: p.fields,
       datasets: p.datasets,
       entitiesVersion: p.entitiesVersion,
-      publishedAt: publish ? new Date() : null,
+      publishedAt,
       publishedBy: publish ? (ctx.auth.actor?.id ?? null) : null,
       publishNotes: publish ? notes : null,
       xlsBlobId: xls?.blobId ?? null,

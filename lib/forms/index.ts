@@ -32,6 +32,9 @@ import { applyProjectKey } from './managed-key';
 // lib/xlsform (SheetJS) loads with the first form upload: the bundles that reach this module for
 // other verbs (form attachments from submissions and entity lists) never load it at start-up.
 const loadXlsForm = () => import('../xlsform');
+import {
+  ENKETO_REQUEST_BOUND_MS, requestDraftEnketoId, requestFormEnketoIds, retryDraftLater, retryPublishLater, usesEnketo,
+} from './enketo';
 
 export { getFormOrNotFound, type LoadedForm } from './queries';
 
@@ -41,6 +44,8 @@ export interface UploadInput {
   ignoreWarnings: boolean;
   /** X-XlsForm-FormId-Fallback as sent (percent-encoded); used for spreadsheets only. */
   formIdFallback?: string | null;
+  /** The request's origin, for the OpenRosa URLs given to Enketo when PUBLIC_URL is not set. */
+  origin?: string | null;
 }
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -123,17 +128,32 @@ export async function createForm(ctx: Ctx, projectId: number, input: UploadInput
     }
     const acteeId = crypto.randomUUID();
     await tx.db.insert(actees).values({ id: acteeId, species: species.form, parent: project.acteeId });
+    // As Central, the draft's Enketo id is asked for even when the form is published at once.
+    const draftToken = generateToken();
+    const draftEnketoId = await requestDraftEnketoId(tx, { projectId: project.id, xmlFormId, draftToken }, input.origin, ENKETO_REQUEST_BOUND_MS);
     const [form] = await tx.db
       .insert(forms)
-      .values({ projectId: project.id, xmlFormId, acteeId, createdBy: tx.auth.actor?.id ?? null, draftToken: input.publish ? null : generateToken() })
+      .values({
+        projectId: project.id, xmlFormId, acteeId, createdBy: tx.auth.actor?.id ?? null,
+        draftToken: input.publish ? null : draftToken, draftEnketoId: input.publish ? null : draftEnketoId,
+      })
       .returning();
-    const def = await insertDef(tx, form!, await applyProjectKey(tx, project.id, upload), input.publish, null, true);
+    // Published at creation: published "when created" (publishedAt = createdAt, as Central).
+    const def = await insertDef(tx, form!, await applyProjectKey(tx, project.id, upload), input.publish ? form!.createdAt : false, null, true);
+    let ids: { enketoId: string; enketoOnceId: string } | null = null;
+    if (input.publish) {
+      ids = usesEnketo(tx) ? await requestFormEnketoIds(tx, form!, input.origin, ENKETO_REQUEST_BOUND_MS) : publicFormIds();
+      if (ids == null) await retryPublishLater(tx, form!.id, input.origin);
+    } else if (usesEnketo(tx) && draftEnketoId == null) {
+      await retryDraftLater(tx, form!.id, draftToken, input.origin);
+    }
     const [saved] = await tx.db
       .update(forms)
-      .set(input.publish ? { currentDefId: def.id, ...publicFormIds() } : { draftDefId: def.id })
+      .set(input.publish ? { currentDefId: def.id, ...(ids ?? {}) } : { draftDefId: def.id })
       .where(eq(forms.id, form!.id))
       .returning();
     await audit(tx, tx, 'form.create', acteeId, null);
+    if (input.publish) await audit(tx, tx, 'form.update.publish', acteeId, { oldDefId: null, newDefId: def.id });
     return formJson(saved!, def);
   });
 }
@@ -151,7 +171,8 @@ export async function getForm(ctx: Ctx, projectId: number, xmlFormId: string, ex
 
 /**
  * A published form by its public id (GET /v1/form-links/{enketoId}/form), as the Web Forms app
- * resolves a public link's `/f/{enketoId}?st=…` URL. Also accepts the form's `enketoOnceId`:
+ * resolves a public link's `/f/{enketoId}?st=…` URL, or a draft by its own Enketo id (form.update
+ * only). Also accepts the form's `enketoOnceId`:
  * Central's single-use link URLs carry it and Enketo resolves it; without Enketo, this is where it
  * must resolve.
  * @returns Form JSON (published version). Rights as Central's canReadForm: `form.read`, or
@@ -159,6 +180,16 @@ export async function getForm(ctx: Ctx, projectId: number, xmlFormId: string, ex
  * @throws 404.1 no live form has that id; 401.2 anonymous; 403.1 without those rights. Reads only.
  */
 export async function getFormByPublicId(ctx: Ctx, enketoId: string): Promise<FormJson> {
+  // A draft's own Enketo id (Enketo configured) names the draft; only form.update reads it.
+  const [draft] = await ctx.db
+    .select({ projectId: forms.projectId, xmlFormId: forms.xmlFormId })
+    .from(forms)
+    .where(and(eq(forms.draftEnketoId, enketoId), isNull(forms.deletedAt), isNotNull(forms.draftDefId)));
+  if (draft) {
+    const f = await getFormOrNotFound(ctx, draft.projectId, draft.xmlFormId);
+    await canOnFormOrReject(ctx, 'form.update', f);
+    return formJson(f.form, await getDefOrNotFound(ctx, f.form.draftDefId));
+  }
   const [row] = await ctx.db
     .select({ projectId: forms.projectId, xmlFormId: forms.xmlFormId })
     .from(forms)
@@ -314,13 +345,21 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
       rejectIfWarnings(upload.xlsFormWarnings, [...(removed.length > 0 ? [{ type: 'structureChanged', details: removed }] : []), ...upload.entityWarnings]);
     }
     const previousDraftId = f.form.draftDefId;
+    // A replaced draft keeps its Draft Token and Enketo id; a new draft gets new ones.
+    let { draftToken, draftEnketoId } = f.form;
+    const newDraft = draftToken == null;
+    if (draftToken == null) {
+      draftToken = generateToken();
+      draftEnketoId = await requestDraftEnketoId(tx, { projectId: f.form.projectId, xmlFormId: f.form.xmlFormId, draftToken }, input.origin, ENKETO_REQUEST_BOUND_MS);
+    }
     const def = await insertDef(tx, f.form, await applyProjectKey(tx, f.form.projectId, upload), false);
     const source = previousDraftId ?? f.form.currentDefId;
     if (source != null) await carryAttachments(tx, source, def.id);
     await tx.db
       .update(forms)
-      .set({ draftDefId: def.id, draftToken: f.form.draftToken ?? generateToken(), updatedAt: new Date() })
+      .set({ draftDefId: def.id, draftToken, draftEnketoId, updatedAt: new Date() })
       .where(eq(forms.id, f.form.id));
+    if (newDraft && usesEnketo(tx) && draftEnketoId == null) await retryDraftLater(tx, f.form.id, draftToken, input.origin);
     if (previousDraftId != null) {
       // Test submissions belong to the draft they were made against (Central clears them too).
       await deleteDraftSubmissions(tx, f.form);
@@ -337,7 +376,9 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
  *   on the first publication the form gets its public ids (enketoId, enketoOnceId); audit `form.update.publish`.
  * @throws 404.1 no draft; 403.1 without form.update; 409.6 that version was already published.
  */
-export async function publishDraft(ctx: Ctx, projectId: number, xmlFormId: string, version: string | undefined, notes: string | null): Promise<void> {
+export async function publishDraft(
+  ctx: Ctx, projectId: number, xmlFormId: string, version: string | undefined, notes: string | null, origin: string | null = null,
+): Promise<void> {
   await withTx(ctx, async (tx) => {
     const { form, draft } = await loadDraft(tx, projectId, xmlFormId, 'form.update');
     let def = draft;
@@ -352,10 +393,17 @@ export async function publishDraft(ctx: Ctx, projectId: number, xmlFormId: strin
     }
     const clash = (await publishedDefs(tx, form.id)).find((d) => d.version === def.version);
     if (clash) throw problems.form.versionUniquenessViolation({ xmlFormId: form.xmlFormId, version: def.version });
+    // The form's Enketo ids, when it lacks them: from Enketo (a background retry when it fails),
+    // else drawn here for Web Forms.
+    let ids: { enketoId: string; enketoOnceId: string } | null = null;
+    if (form.enketoId == null || form.enketoOnceId == null) {
+      ids = usesEnketo(tx) ? await requestFormEnketoIds(tx, form, origin, ENKETO_REQUEST_BOUND_MS) : publicFormIds();
+      if (ids == null) await retryPublishLater(tx, form.id, origin);
+    }
     await tx.db.update(formDefs).set({ publishedAt: new Date(), publishedBy: tx.auth.actor?.id ?? null, publishNotes: notes }).where(eq(formDefs.id, def.id));
     await tx.db
       .update(forms)
-      .set({ currentDefId: def.id, draftDefId: null, draftToken: null, updatedAt: new Date(), ...(form.enketoId == null ? publicFormIds() : {}) })
+      .set({ currentDefId: def.id, draftDefId: null, draftToken: null, draftEnketoId: null, updatedAt: new Date(), ...(ids ?? {}) })
       .where(eq(forms.id, form.id));
     await deleteDraftSubmissions(tx, form);
     await autoLinkDatasets(tx, form.projectId, def.id, await publishDatasets(tx, def.id));
@@ -373,7 +421,7 @@ export async function deleteDraft(ctx: Ctx, projectId: number, xmlFormId: string
   await withTx(ctx, async (tx) => {
     const { form, draft } = await loadDraft(tx, projectId, xmlFormId, 'form.update');
     if (form.currentDefId == null) throw problems.form.noPublishedVersion();
-    await tx.db.update(forms).set({ draftDefId: null, draftToken: null }).where(eq(forms.id, form.id));
+    await tx.db.update(forms).set({ draftDefId: null, draftToken: null, draftEnketoId: null }).where(eq(forms.id, form.id));
     await deleteDraftSubmissions(tx, form);
     await deleteUnpublishedDef(tx, draft.id);
     await audit(tx, tx, 'form.update.draft.delete', form.acteeId, { oldDraftDefId: draft.id });

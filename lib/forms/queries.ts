@@ -83,10 +83,10 @@ export function formJson(form: FormRow, def: FormDefRow, draftToken: string | nu
     projectId: form.projectId,
     xmlFormId: form.xmlFormId,
     state: form.state,
-    // A form's public ids belong to its published versions; a draft shows none (Central gives a
-    // draft an Enketo id of its own; Fieldbase's drafts are filled through their project paths).
-    enketoId: def.publishedAt == null ? null : form.enketoId,
-    enketoOnceId: def.publishedAt == null ? null : form.enketoOnceId,
+    // As Central: the current draft shows its own Enketo id; the published version the form's
+    // ids; an older version neither.
+    enketoId: def.id === form.draftDefId ? form.draftEnketoId : def.id === form.currentDefId ? form.enketoId : null,
+    enketoOnceId: def.id === form.currentDefId ? form.enketoOnceId : null,
     createdAt: form.createdAt.toISOString(),
     updatedAt: iso(form.updatedAt),
     webformsEnabled: form.webformsEnabled,
