@@ -6,7 +6,7 @@
  * Spec: central-api.yaml (Form Attachments download, OpenRosa Form Manifest, Dataset integrity);
  * odk-xforms-spec-entities.md (entity list CSV columns).
  */
-import { and, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
+import { and, eq, inArray, isNotNull, sql, type SQL } from 'drizzle-orm';
 import { actors, datasets, entities, entityDefs } from '../../drizzle/schema';
 import { can, canOrReject } from '../authz/can';
 import type { Ctx } from '../context';
@@ -57,21 +57,31 @@ async function downloadOf(ctx: Ctx, target: AttachmentTarget, filterActorId: num
   return { kind: 'entities', filename: target.name, etag: hash.hash, body: () => entityListCsv(ctx, datasetId, props, filterActorId) };
 }
 
-/** Where a newest-first keyset page ends: the last row's (createdAt, id). */
-type Keyset = { createdAt: Date; id: number };
-
-/** `(created_at, id) < before` for the next newest-first page, or no condition for the first. */
-const beforeKeyset = (before: Keyset | null) =>
-  before ? sql`(${entities.createdAt}, ${entities.id}) < (${before.createdAt.toISOString()}::timestamptz, ${before.id})` : undefined;
+/** Rows per CSV page: one round trip and one string of about a megabyte each. */
+const CSV_PAGE = 10_000;
 
 /**
- * A CSV stream of a header and then pages of rows read newest first by keyset: `page(before)`
- * reads the next page (at most 5,000 rows) after `before`, `line(row)` gives a row's cells and
- * `key(row)` its keyset. Memory is bounded by one page. Reads only.
+ * A CSV cell in SQL, quoted as csvLine quotes (quotes doubled when it holds a comma, a quote, CR or
+ * LF; everything else as it is). Pure.
  */
-function keysetCsv<R>(header: string[], page: (before: Keyset | null) => Promise<R[]>, line: (r: R) => string[], key: (r: R) => Keyset): ReadableStream<Uint8Array> {
+const csvCell = (v: SQL) => sql`(case when ${v} ~ E'[",\\r\\n]' then '"' || replace(${v}, '"', '""') || '"' else ${v} end)`;
+
+/** A timestamp as JavaScript's toISOString writes it (UTC, milliseconds truncated as a Date holds them). Pure. */
+const isoSql = (v: SQL) => sql`to_char(${v} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** A property's value of the current version, '' when unset. Pure. */
+const propSql = (p: string) => sql`coalesce(${entityDefs.data} ->> ${p}, '')`;
+
+/**
+ * A CSV stream of `header` and then the live entities of a Dataset (current versions; `visible`
+ * further cuts them), newest first, in keyset pages of 10,000: PostgreSQL writes each page's lines
+ * (`line`, an SQL text expression over `entities`, `entity_defs` and, with `withCreator`,
+ * `actors`) and joins them into one string, so a page costs one round trip and one string here.
+ * Memory is bounded by one page. Reads only.
+ */
+function entityCsvPages(ctx: Ctx, header: string[], datasetId: number, line: SQL, visible: SQL, withCreator: boolean): ReadableStream<Uint8Array> {
   const enc = new TextEncoder();
-  let before: Keyset | null = null;
+  let lastId: number | null = null;
   let sentHeader = false;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -79,55 +89,52 @@ function keysetCsv<R>(header: string[], page: (before: Keyset | null) => Promise
         sentHeader = true;
         controller.enqueue(enc.encode(csvLine(header)));
       }
-      const rows = await page(before);
-      if (rows.length === 0) {
+      // The keyset is the last row's id; its createdAt is read back exactly (microseconds), not via a Date.
+      const after = lastId == null ? sql`` : sql`and (entities.created_at, entities.id) < ((select e2.created_at from entities e2 where e2.id = ${lastId}), ${lastId})`;
+      const res = await ctx.db.execute(sql`with page as (
+          select ${line} as line, entities.created_at, entities.id from entities
+          join entity_defs on entity_defs.entity_id = entities.id and entity_defs.current
+          ${withCreator ? sql`left join actors on actors.id = entities.creator_id` : sql``}
+          where entities.dataset_id = ${datasetId} and entities.deleted_at is null and ${visible} ${after}
+          order by entities.created_at desc, entities.id desc limit ${CSV_PAGE})
+        select (select string_agg(line || E'\\n', '' order by created_at desc, id desc) from page) as body,
+          (select count(*)::int from page) as n,
+          (select id from page order by created_at, id limit 1) as last_id`);
+      const rows = (Array.isArray(res) ? res : (res as unknown as { rows: unknown[] }).rows) as Array<{ body: string | null; n: number; last_id: number | null }>;
+      const r = rows[0]!;
+      if (r.body) controller.enqueue(enc.encode(r.body));
+      if (Number(r.n) < CSV_PAGE || r.last_id == null) {
         controller.close();
         return;
       }
-      let out = '';
-      for (const r of rows) out += csvLine(line(r));
-      before = key(rows[rows.length - 1]!);
-      controller.enqueue(enc.encode(out));
+      lastId = Number(r.last_id);
     },
   });
 }
 
 /**
  * The entity list CSV a form consumes: `name,label,__version,<properties>`, one row per live entity
- * visible to `filterActorId` (all for null), newest first as Central, streamed in batches of 5,000
- * by keyset (memory bounded by the batch). Reads only.
+ * visible to `filterActorId` (all for null), newest first as Central, streamed in pages of 10,000
+ * by keyset (memory bounded by the page). Reads only.
  */
 export function entityListCsv(ctx: Ctx, datasetId: number, props: string[], filterActorId: number | null): ReadableStream<Uint8Array> {
-  return keysetCsv(
-    ['name', 'label', '__version', ...props],
-    (before) => ctx.db.select({ uuid: entities.uuid, createdAt: entities.createdAt, id: entities.id, def: entityDefs })
-      .from(entities)
-      .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
-      .where(and(eq(entities.datasetId, datasetId), sql`${entities.deletedAt} is null`, entityVisibleTo(filterActorId), beforeKeyset(before)))
-      .orderBy(desc(entities.createdAt), desc(entities.id)).limit(5000),
-    (r) => [r.uuid, r.def.label, String(r.def.version), ...props.map((p) => r.def.data[p] ?? '')],
-    (r) => ({ createdAt: r.createdAt, id: r.id }),
-  );
+  const cells = [csvCell(sql`${entities.uuid}`), csvCell(sql`${entityDefs.label}`), sql`${entityDefs.version}::text`, ...props.map((p) => csvCell(propSql(p)))];
+  return entityCsvPages(ctx, ['name', 'label', '__version', ...props], datasetId, sql.join(cells, sql` || ',' || `), entityVisibleTo(filterActorId), false);
 }
 
 /**
  * A Dataset's entities as Central's entities.csv: `__id,label,<properties>,__createdAt,__creatorId,
- * __creatorName,__updates,__updatedAt,__version`, live entities newest first, streamed in batches
- * of 5,000 by keyset. Rights are the caller's. Reads only.
+ * __creatorName,__updates,__updatedAt,__version`, live entities newest first, streamed in pages
+ * of 10,000 by keyset. Rights are the caller's. Reads only.
  */
 export function entitiesCsvStream(ctx: Ctx, datasetId: number, props: string[]): ReadableStream<Uint8Array> {
-  return keysetCsv(
-    ['__id', 'label', ...props, '__createdAt', '__creatorId', '__creatorName', '__updates', '__updatedAt', '__version'],
-    (before) => ctx.db.select({ e: entities, def: entityDefs, creator: actors.displayName }).from(entities)
-      .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
-      .leftJoin(actors, eq(actors.id, entities.creatorId))
-      .where(and(eq(entities.datasetId, datasetId), isNull(entities.deletedAt), beforeKeyset(before)))
-      .orderBy(desc(entities.createdAt), desc(entities.id)).limit(5000),
-    (r) => [r.e.uuid, r.def.label, ...props.map((p) => r.def.data[p] ?? ''), r.e.createdAt.toISOString(),
-      r.e.creatorId == null ? '' : String(r.e.creatorId), r.creator ?? '', String(r.def.version - 1),
-      r.e.updatedAt ? r.e.updatedAt.toISOString() : '', String(r.def.version)],
-    (r) => ({ createdAt: r.e.createdAt, id: r.e.id }),
-  );
+  const cells = [
+    csvCell(sql`${entities.uuid}`), csvCell(sql`${entityDefs.label}`), ...props.map((p) => csvCell(propSql(p))),
+    isoSql(sql`${entities.createdAt}`), sql`coalesce(${entities.creatorId}::text, '')`, csvCell(sql`coalesce(${actors.displayName}, '')`),
+    sql`(${entityDefs.version} - 1)::text`, sql`coalesce(${isoSql(sql`${entities.updatedAt}`)}, '')`, sql`${entityDefs.version}::text`,
+  ];
+  return entityCsvPages(ctx, ['__id', 'label', ...props, '__createdAt', '__creatorId', '__creatorName', '__updates', '__updatedAt', '__version'],
+    datasetId, sql.join(cells, sql` || ',' || `), sql`true`, true);
 }
 
 /**
