@@ -75,6 +75,9 @@ export const entityDefs = pgTable('entity_defs', {
   uniqueIndex('entity_defs_entity_version').on(t.entityId, t.version),
   index('entity_defs_current').on(t.entityId).where(sql`${t.current}`),
   index('entity_defs_source').on(t.sourceId),
+  // Current values by containment (`data @> '{"p":"v"}'`): an OData property `$filter` with eq on
+  // any property of any Dataset, one index for all (lib/odata/entities.ts adds the containment).
+  index('entity_defs_current_data').using('gin', t.data.op('jsonb_path_ops')).where(sql`${t.current}`),
 ]);
 
 /**

@@ -1,0 +1,1 @@
+CREATE INDEX "entity_defs_current_data" ON "entity_defs" USING gin ("data" jsonb_path_ops) WHERE "entity_defs"."current";
