@@ -228,7 +228,43 @@ export function entityFilter(text: string, props: ODataProperty[]): { where: SQL
     return p ? propertySql(p.name, kinds.get(node?.position ?? -1) ?? 'text') : null;
   });
   const members = filterMembers(tree);
-  return { where, deleted: members.includes('__system/deletedAt'), onEntitiesOnly: members.every((m) => ENTITY_COLUMNS.has(m)) };
+  const contained = containedValues(tree, props);
+  // The containment is implied by the filter; it lets PostgreSQL find the rows by entity_defs_current_data.
+  const indexed = contained.length === 0 ? where
+    : sql`(${entityDefs.data} @> ${JSON.stringify(Object.fromEntries(contained))}::jsonb and ${where})`;
+  return { where: indexed, deleted: members.includes('__system/deletedAt'), onEntitiesOnly: members.every((m) => ENTITY_COLUMNS.has(m)) };
+}
+
+/**
+ * The `property eq 'text'` terms a filter requires (those joined by `and` at its top, through
+ * parentheses), as [property name, value] pairs: an entity matching the filter has
+ * `data @> {name: value}`. Blank values are left out (a blank property reads as null), and so are
+ * numbers, dates and null (compared as such, not as the stored text). Pure.
+ */
+function containedValues(tree: ODataToken, props: ODataProperty[]): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  const unwrap = (n: ODataToken): ODataToken => (n.type === 'ParenExpression' ? unwrap(n.value as ODataToken) : n);
+  const walk = (n: ODataToken): void => {
+    const v = n.value as { left?: ODataToken; right?: ODataToken };
+    if (n.type === 'BoolParenExpression') return walk(n.value as ODataToken);
+    if (n.type === 'AndExpression') {
+      walk(v.left!);
+      walk(v.right!);
+      return;
+    }
+    if (n.type !== 'EqualsExpression') return;
+    const [l, r] = [unwrap(v.left!), unwrap(v.right!)];
+    const [member, literal] = l.type === 'Literal' ? [r, l] : [l, r];
+    if (literal.type !== 'Literal' || !MEMBER.has(member.type)) return;
+    const path = memberPath(member);
+    if (systemField(path)) return;
+    const p = findProperty(props, path);
+    const { value, type } = literalValue(literal);
+    if (p && type === 'text' && typeof value === 'string' && value !== '') out.push([p.name, value]);
+  };
+  walk(tree);
+  // Two different values for one property: the filter matches nothing; one containment of the last is still implied.
+  return out;
 }
 
 /** Filter fields that are columns of `entities` itself (no version needed to test them). */

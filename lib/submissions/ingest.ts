@@ -155,12 +155,15 @@ async function lockSubmission(ctx: Ctx, submissionId: number): Promise<void> {
 }
 
 /**
- * Stores the files the version expects (others are ignored, as Central does); with `audited`, one
- * `submission.attachment.update` per file, as Central logs media added to an existing version.
+ * Stores the files the version expects (others are ignored, as Central does), with one
+ * `submission.attachment.update` per stored file, as Central logs them: every file of a `new`
+ * version; for an `existing` one (a resubmission), only files whose content changed.
  */
 async function attachFiles(
-  ctx: Ctx, form: FormRow, sub: Pick<SubmissionRow, 'id' | 'instanceId'>, def: Pick<SubmissionDefRow, 'id'>, expected: string[], files: SubmittedFile[], audited: boolean,
+  ctx: Ctx, form: FormRow, sub: Pick<SubmissionRow, 'id' | 'instanceId'>, def: Pick<SubmissionDefRow, 'id'>, expected: string[], files: SubmittedFile[],
+  version: 'new' | 'existing',
 ): Promise<void> {
+  const audited = version === 'existing';
   const wanted = new Set(expected);
   for (const file of files) {
     if (!wanted.has(file.name)) continue;
@@ -175,7 +178,11 @@ async function attachFiles(
       .update(submissionAttachments)
       .set({ blobId: blob.id, contentType: file.contentType, updatedAt: new Date() })
       .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, file.name)));
-    if (audited) {
+    if (!audited) {
+      await audit(ctx, ctx, 'submission.attachment.update', form.acteeId, {
+        submissionId: sub.id, instanceId: sub.instanceId, submissionDefId: def.id, name: file.name, newBlobId: blob.id,
+      });
+    } else if (before?.blobId !== blob.id) {
       await audit(ctx, ctx, 'submission.attachment.update', form.acteeId, {
         submissionId: sub.id, instanceId: sub.instanceId, submissionDefId: def.id, name: file.name,
         oldBlobId: before?.blobId ?? null, newBlobId: blob.id,
@@ -277,7 +284,7 @@ async function addVersion(
       .set({ blobId: f.blobId, contentType: f.contentType, updatedAt: f.updatedAt })
       .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, f.name)));
   }
-  await attachFiles(tx, form, old.sub, def, parsed.attachments, files, false);
+  await attachFiles(tx, form, old.sub, def, parsed.attachments, files, 'new');
   const [sub] = await tx.db
     .update(submissions)
     .set({ currentDefId: def.id, reviewState: 'edited', updatedAt: new Date() })
@@ -427,7 +434,7 @@ async function storeGroup(batch: Pending[]): Promise<boolean[]> {
       const p = batch[Number(r.i)]!;
       out[Number(r.i)] = true;
       if (p.files.length > 0 && p.parsed.attachments.length > 0) {
-        await attachFiles(tx, p.form, { id: Number(r.id), instanceId: p.instanceId }, { id: Number(r.def_id) }, p.parsed.attachments, p.files, false);
+        await attachFiles(tx, p.form, { id: Number(r.id), instanceId: p.instanceId }, { id: Number(r.def_id) }, p.parsed.attachments, p.files, 'new');
       }
     }
     return out;
@@ -485,7 +492,7 @@ export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmissi
       // The common case first: a new submission in one statement; an existing one falls through.
       const created = await createNew(tx, form, formDef, draft, parsed, xml, instanceId, input);
       if (created) {
-        await attachFiles(tx, form, created.sub, created.def, parsed.attachments, input.files, false);
+        await attachFiles(tx, form, created.sub, created.def, parsed.attachments, input.files, 'new');
         return 'created';
       }
     }
@@ -512,7 +519,7 @@ export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmissi
       if (now.sub.deletedAt != null) throw problems.submission.duplicateSubmission();
       if (!now.def.current) throw problems.submission.deprecatingOldSubmission({ instanceId });
       if (now.def.xml !== xml) throw problems.submission.xmlConflict();
-      await attachFiles(tx, form, now.sub, now.def, parsed.attachments, input.files, true);
+      await attachFiles(tx, form, now.sub, now.def, parsed.attachments, input.files, 'existing');
       return 'attachments';
     }
 
