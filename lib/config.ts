@@ -17,6 +17,17 @@ export const ConfigSchema = z.object({
   /** PostgreSQL connection string; unset means embedded PGlite under DATA_DIR/db. */
   DATABASE_URL: opt(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')),
   DATABASE_POOL_MAX: z.preprocess(blankToUndefined, z.coerce.number().int().min(1).max(200).default(10)),
+  /**
+   * Seconds an idle PostgreSQL connection stays open; 0 keeps it until the process ends. Lambda
+   * defaults to 20 (lib/runtime/lambda.ts) so a frozen instance does not hold a server connection.
+   */
+  DATABASE_IDLE_TIMEOUT: z.preprocess(blankToUndefined, z.coerce.number().min(0).max(86_400).default(0)),
+  /**
+   * Named prepared statements (postgres.js `prepare`). Set false behind a transaction-mode pooler
+   * (RDS Proxy, PgBouncer, Supavisor): a statement prepared on one server connection is not there
+   * on the next, and prepared statements pin RDS Proxy connections.
+   */
+  DATABASE_PREPARE: z.preprocess(blankToUndefined, bool.default(true)),
   DATA_DIR: z.preprocess(blankToUndefined, z.string().default('./data')),
   S3_BUCKET: opt(z.string()),
   S3_ENDPOINT: opt(z.string().url()),
@@ -90,6 +101,20 @@ export const ConfigSchema = z.object({
   MAX_UPLOAD_BYTES: z.preprocess(blankToUndefined, z.coerce.number().int().positive().default(100_000_000)),
   /** Largest JSON body accepted, bytes (Central's body parser: 250 kB). */
   MAX_JSON_BYTES: z.preprocess(blankToUndefined, z.coerce.number().int().positive().default(250_000)),
+  /**
+   * X-OpenRosa-Accept-Content-Length, bytes: Collect splits a submission's media across POSTs of
+   * at most this size. Unset: MAX_UPLOAD_BYTES. Lambda defaults to 4,400,000 (its 6 MB event cap
+   * holds the body base64-encoded).
+   */
+  OPENROSA_MAX_BODY_BYTES: opt(z.coerce.number().int().positive()),
+  /**
+   * Largest response body sent in one piece, bytes; a larger attachment or export answers 307 to a
+   * presigned S3 URL instead (needs S3 blobs). Unset: no cap (Node, Workers, streaming Lambda).
+   * Lambda behind API Gateway defaults to 4,000,000 (its 6 MB response cap, base64).
+   */
+  RESPONSE_MAX_BYTES: opt(z.coerce.number().int().positive()),
+  /** Seconds a presigned download URL stays valid. */
+  PRESIGN_TTL_SECONDS: z.preprocess(blankToUndefined, z.coerce.number().int().min(1).max(43_200).default(300)),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -141,8 +141,9 @@ export function groupApp() {
     setCachePolicy(c, path);
     if (c.var.openRosa) {
       for (const [k, v] of Object.entries(openRosaHeaders)) c.header(k, v);
-      // The advertised limit is the one enforced (MAX_UPLOAD_BYTES; 100 MB by default, spec rule 3).
-      c.header('X-OpenRosa-Accept-Content-Length', String(ctx.config.MAX_UPLOAD_BYTES));
+      // MAX_UPLOAD_BYTES (100 MB by default, spec rule 3) is enforced; a platform with a smaller
+      // request cap advertises that (OPENROSA_MAX_BODY_BYTES) so Collect splits media across POSTs.
+      c.header('X-OpenRosa-Accept-Content-Length', String(ctx.config.OPENROSA_MAX_BODY_BYTES ?? ctx.config.MAX_UPLOAD_BYTES));
     }
     // Central (Express) answers JSON as 'application/json; charset=utf-8'.
     if (c.res.headers.get('content-type') === 'application/json') c.header('Content-Type', 'application/json; charset=utf-8');

@@ -21,8 +21,9 @@ export const xmlResponse = (body: string) =>
  * Streams a stored blob as a download with ETag (the MD5, quoted) and 304 on a matching
  * If-None-Match. `imageInline` (submission attachments, as Central) sends JPEG, PNG and GIF
  * `inline` so the browser shows them. Without a `name` the disposition is a bare `attachment`
- * (Central's config images); `cacheControl` adds that header. @throws Problem 404.1 when the store
- * has lost the object.
+ * (Central's config images); `cacheControl` adds that header. Over RESPONSE_MAX_BYTES (a buffered
+ * Lambda) it answers 307 to a presigned store URL carrying the same type and disposition.
+ * @throws Problem 404.1 when the store has lost the object.
  */
 export async function blobResponse(
   c: Context<AppEnv>,
@@ -36,14 +37,27 @@ export async function blobResponse(
   if (match != null && match.split(',').map((t) => t.trim().replace(/^W\//, '')).includes(etag)) {
     return new Response(null, { status: 304, headers: { ETag: etag, ...cache } });
   }
+  const disposition = opts.imageInline && INLINE_IMAGE_TYPES.has(file.contentType) ? 'inline' : 'attachment';
+  const contentDispositionValue = file.name == null ? disposition : contentDisposition(file.name, disposition);
+  // Over the platform's response cap (Lambda behind API Gateway): 307 to a short-lived S3 URL.
+  const cap = ctx.config.RESPONSE_MAX_BYTES;
+  if (cap != null && ctx.blobs.presignGet && ctx.blobs.size) {
+    const size = await ctx.blobs.size(file.sha);
+    if (size == null) throw problems.user.notFound();
+    if (size > cap) {
+      const url = await ctx.blobs.presignGet(file.sha, {
+        expiresInSeconds: ctx.config.PRESIGN_TTL_SECONDS, contentType: file.contentType, contentDisposition: contentDispositionValue,
+      });
+      return new Response(null, { status: 307, headers: { Location: url, 'Cache-Control': 'private, no-store', ETag: etag } });
+    }
+  }
   const stream = await ctx.blobs.get(file.sha);
   if (!stream) throw problems.user.notFound();
-  const disposition = opts.imageInline && INLINE_IMAGE_TYPES.has(file.contentType) ? 'inline' : 'attachment';
   return new Response(stream, {
     status: 200,
     headers: {
       'Content-Type': file.contentType,
-      'Content-Disposition': file.name == null ? disposition : contentDisposition(file.name, disposition),
+      'Content-Disposition': contentDispositionValue,
       ETag: etag,
       ...cache,
     },

@@ -12,7 +12,7 @@ import { s3BlobStoreFromConfig } from '../blobs/s3';
 import type { BlobStore } from '../blobs/store';
 import type { Config } from '../config';
 import type { Deps } from '../context';
-import type { Db } from '../db/client';
+import { postgresOptions, type Db } from '../db/client';
 import { createLogger } from '../log';
 import { syncSystemRoles } from '../roles';
 import { createFsBlobStore } from './fs-blobs';
@@ -36,7 +36,7 @@ export interface NodeDatabase {
 export async function openDatabase(config: Config, opts: { pgliteDir?: string } = {}): Promise<NodeDatabase> {
   if (config.DATABASE_URL) {
     // UTC sessions: timestamps without a zone (audit filters) mean UTC, as in Central's deployment.
-    const client = postgres(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, onnotice: () => {}, connection: { TimeZone: 'UTC' } });
+    const client = postgres(config.DATABASE_URL, postgresOptions(config));
     const db = drizzlePostgres(client, { schema }) as unknown as Db;
     return {
       db,
