@@ -4,7 +4,7 @@ import {
   type SubmissionDefRow, type SubmissionRow,
 } from '../../drizzle/schema';
 import { audit } from '../audits/log';
-import { storeBlob } from '../blobs';
+import { storeStagedBlob, type StagedBlob } from '../blobs/staged';
 import { enqueueJob, withJobs } from '../jobs';
 import { withTx, type Ctx } from '../context';
 import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound, formActee } from '../forms/queries';
@@ -17,10 +17,10 @@ import { parseSubmission, readSubmission, rootTextOf, rootValuesOf, type Submiss
 import type { ParsedSubmission } from '../xforms/types';
 import { getSubmissionOrNotFound, submissionJson, type SubmissionJson } from './queries';
 
-/** A file part of an OpenRosa submission POST. */
+/** A file part of an OpenRosa submission POST, hashed and staged as it streamed in (lib/blobs/staged.ts). */
 export interface SubmittedFile {
   name: string;
-  bytes: Uint8Array;
+  blob: StagedBlob;
   contentType: string | null;
 }
 
@@ -167,7 +167,7 @@ async function attachFiles(
   const wanted = new Set(expected);
   for (const file of files) {
     if (!wanted.has(file.name)) continue;
-    const blob = await storeBlob(ctx, file.bytes, file.contentType);
+    const blob = await storeStagedBlob(ctx, file.blob, file.contentType);
     const [before] = audited
       ? await ctx.db
         .select({ blobId: submissionAttachments.blobId })
@@ -359,7 +359,7 @@ function pumpGroups(q: Queue): void {
     let n = 0;
     while (n < q.waiting.length && n < GROUP_MAX) {
       const p = q.waiting[n]!;
-      bytes += p.xml.length + p.files.reduce((t, f) => t + f.bytes.byteLength, 0);
+      bytes += p.xml.length + p.files.reduce((t, f) => t + f.blob.size, 0);
       if (n > 0 && bytes > GROUP_MAX_BYTES) break;
       n += 1;
     }
