@@ -50,6 +50,11 @@ export interface Deps {
    */
   aesCfb?: (key: Uint8Array, iv: Uint8Array) => (cipher: Uint8Array) => Uint8Array;
   /**
+   * Native incremental SHA-256 + MD5 (node:crypto on Node and on Workers with nodejs_compat), for
+   * media hashed while they stream in (lib/blobs/staged.ts). Absent: JavaScript (@noble/hashes).
+   */
+  hashStream?: () => { update(chunk: Uint8Array): void; digest(): { sha: string; md5: string } };
+  /**
    * Outgoing mail (lib/mail): SMTP when EMAIL_HOST is set, else .eml files under DATA_DIR/mail on the
    * local server. Absent (Workers, Lambda without EMAIL_HOST, tests): messages are logged, not sent.
    */

@@ -10,15 +10,21 @@ import { renderOpenRosaMessage } from '../../lib/xforms/openrosa-xml';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const submit = async (c: Context<AppEnv, any>, draft: { token: string | null; xmlFormId: string } | null) => {
-  const { xml, files } = await readOpenRosaMultipart(c);
-  await ingestOpenRosaSubmission(c.var.ctx, {
-    projectId: projectId(c),
-    xml,
-    files,
-    deviceId: c.req.query('deviceID') ?? null,
-    userAgent: c.req.header('user-agent') ?? null,
-    draft,
-  });
+  // Media parts stream into the blob store as they arrive; what the submission does not keep (or
+  // all of it, when it is refused) is deleted once it is stored or refused.
+  const { xml, files, discard } = await readOpenRosaMultipart(c);
+  try {
+    await ingestOpenRosaSubmission(c.var.ctx, {
+      projectId: projectId(c),
+      xml,
+      files,
+      deviceId: c.req.query('deviceID') ?? null,
+      userAgent: c.req.header('user-agent') ?? null,
+      draft,
+    });
+  } finally {
+    await discard();
+  }
   return openRosaXml(renderOpenRosaMessage('full submission upload was successful!', ''), 201);
 };
 // The preflight Collect sends before uploading: 204 with the OpenRosa headers (spec, rule 3). Hono

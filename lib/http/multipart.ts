@@ -1,68 +1,294 @@
 import type { Context } from 'hono';
+import { concatBytes } from '../bytes';
+import { discardStaged, stagePart, type StagedBlob } from '../blobs/staged';
 import { problems } from '../problem';
 import type { AppEnv } from './app';
 import { countedBody } from './body';
 
 /** More parts than any real submission has (Collect sends one per media file). */
 const MAX_PARTS = 1000;
-/** What undici puts for bytes that are not UTF-8 in a part's name or text value. */
-const REPLACEMENT = '\uFFFD';
+/** A part's header block past this many bytes is not a form part (browsers send a few hundred). */
+const MAX_HEADER_BYTES = 16 * 1024;
+/**
+ * Bytes of a request's media parts kept in memory (small photos, audio); a part that would pass it
+ * streams into the blob store instead (lib/blobs/staged.ts), so memory stays bounded by this plus
+ * the store's part buffer whatever the body's size.
+ */
+const MEMORY_BUDGET = 4 * 1024 * 1024;
+
+/** The head of one multipart/form-data part: its Content-Disposition name and filename, and type. */
+export interface PartHead {
+  name: string;
+  /** null for a text field (no filename parameter). */
+  filename: string | null;
+  contentType: string | null;
+}
+
+/** Receives one part's body: `write` per chunk (awaited: backpressure), then `end`. */
+export interface PartSink {
+  write(chunk: Uint8Array): void | Promise<void>;
+  end(): void | Promise<void>;
+}
+
+/** A malformed body; the caller maps it to its Problem (400.39 for OpenRosa). */
+export class MultipartError extends Error {}
+
+const CRLF = new Uint8Array([13, 10]);
+const latin1 = new TextDecoder('latin1');
+const utf8 = new TextDecoder('utf-8');
+
+/** The boundary parameter of a multipart Content-Type, or null. Pure. */
+export function multipartBoundary(contentType: string): string | null {
+  const m = /;\s*boundary\s*=\s*(?:"([^"]{1,70})"|([^\s;"]{1,70}))/i.exec(contentType);
+  return m ? (m[1] ?? m[2]!) : null;
+}
+
+/** Index of `needle` in `hay` at or after `from`, or -1 (a first-byte scan: native indexOf). */
+function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
+  const first = needle[0]!;
+  const last = hay.byteLength - needle.byteLength;
+  for (let i = hay.indexOf(first, from); i !== -1 && i <= last; i = hay.indexOf(first, i + 1)) {
+    let j = 1;
+    while (j < needle.byteLength && hay[i + j] === needle[j]) j += 1;
+    if (j === needle.byteLength) return i;
+  }
+  return -1;
+}
+
+/** A Content-Disposition parameter (quoted or token; RFC 5987 `name*=` wins), or null. */
+function dispositionParam(value: string, name: string): string | null {
+  const star = new RegExp(`;\\s*${name}\\*\\s*=\\s*([^;]*)`, 'i').exec(value);
+  if (star) {
+    const m = /^([\w!#$%&+^`{}~-]*)'[^']*'(.*)$/.exec(star[1]!.trim());
+    if (m) {
+      try {
+        return decodeURIComponent(m[2]!);
+      } catch {
+        // fall back to the plain parameter
+      }
+    }
+  }
+  const re = new RegExp(`;\\s*${name}\\s*=\\s*(?:"((?:[^"\\\\]|\\\\.)*)"|([^;]*))`, 'i');
+  const m = re.exec(value);
+  if (!m) return null;
+  return m[1] != null ? m[1].replace(/\\(.)/g, '$1') : m[2]!.trim();
+}
+
+/** Parses a part's header block (UTF-8, as browsers and Collect send file names). */
+function parseHead(block: Uint8Array): PartHead {
+  const headers = new Map<string, string>();
+  for (const line of utf8.decode(block).split('\r\n')) {
+    if (line === '') continue;
+    const colon = line.indexOf(':');
+    if (colon <= 0) throw new MultipartError('malformed part header');
+    headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+  }
+  const disposition = headers.get('content-disposition');
+  if (!disposition || !/^form-data\s*(;|$)/i.test(disposition)) throw new MultipartError('a part without Content-Disposition: form-data');
+  const name = dispositionParam(disposition, 'name');
+  if (name == null) throw new MultipartError('a part without a name');
+  return { name, filename: dispositionParam(disposition, 'filename'), contentType: headers.get('content-type') || null };
+}
 
 /**
- * Reads an OpenRosa submission POST (multipart/form-data): the `xml_submission_file` part and the
- * media parts, each named by its filename (OpenRosa Form Submission API, shared/reference/odk-docs).
- * The body is bounded by MAX_UPLOAD_BYTES (the advertised X-OpenRosa-Accept-Content-Length).
+ * Parses a multipart/form-data body as it streams (RFC 7578), handing each part's body to the sink
+ * `onPart` returns, chunk by chunk: memory is the current chunk plus a boundary's length, whatever
+ * the parts' sizes. Works on any Web Streams runtime (Node, Workers).
+ * @param onPart called with each part's head; its sink receives the body, then `end`.
+ * @throws MultipartError for a body that does not parse (no opening boundary, bad part headers, an
+ *   end before the closing boundary); errors of the stream or of a sink as they are.
+ */
+export async function parseMultipart(
+  body: ReadableStream<Uint8Array>, boundary: string, onPart: (head: PartHead) => PartSink | Promise<PartSink>,
+): Promise<void> {
+  const enc = new TextEncoder();
+  const dash = enc.encode(`--${boundary}`);
+  // Inside a body the delimiter is CRLF--boundary; the first one may start the stream directly.
+  const delimiter = enc.encode(`\r\n--${boundary}`);
+  const reader = body.getReader();
+  let buf: Uint8Array = new Uint8Array(0);
+  let ended = false;
+  /** Reads one more chunk onto `buf`; false at the end of the stream. */
+  const more = async (): Promise<boolean> => {
+    if (ended) return false;
+    const { done, value } = await reader.read();
+    if (done) {
+      ended = true;
+      return false;
+    }
+    buf = buf.byteLength === 0 ? value : concatBytes([buf, value]);
+    return true;
+  };
+  try {
+    // Preamble: skip to the first boundary (at the very start, or after a CRLF).
+    for (let atStart = true; ;) {
+      if (atStart && buf.byteLength >= dash.byteLength) {
+        if (indexOf(buf.subarray(0, dash.byteLength), dash, 0) === 0) {
+          buf = buf.subarray(dash.byteLength);
+          break;
+        }
+        atStart = false;
+      }
+      const at = indexOf(buf, delimiter, 0);
+      if (at >= 0) {
+        buf = buf.subarray(at + delimiter.byteLength);
+        break;
+      }
+      if (!atStart && buf.byteLength >= delimiter.byteLength) buf = buf.subarray(buf.byteLength - delimiter.byteLength + 1);
+      if (!(await more())) throw new MultipartError('no opening boundary');
+    }
+    for (;;) {
+      // After a boundary: `--` ends the body; else optional padding and CRLF, then a part's head.
+      while (buf.byteLength < 2) if (!(await more())) throw new MultipartError('unexpected end of data');
+      if (buf[0] === 45 && buf[1] === 45) return;
+      let eol = indexOf(buf, CRLF, 0);
+      while (eol < 0) {
+        if (buf.byteLength > 256) throw new MultipartError('malformed boundary line');
+        if (!(await more())) throw new MultipartError('unexpected end of data');
+        eol = indexOf(buf, CRLF, 0);
+      }
+      if (!/^[ \t]*$/.test(latin1.decode(buf.subarray(0, eol)))) throw new MultipartError('malformed boundary line');
+      buf = buf.subarray(eol + 2);
+      let headEnd = buf[0] === 13 && buf[1] === 10 ? -2 : indexOf(buf, new Uint8Array([13, 10, 13, 10]), 0);
+      while (headEnd === -1) {
+        if (buf.byteLength > MAX_HEADER_BYTES) throw new MultipartError('part headers too large');
+        if (!(await more())) throw new MultipartError('unexpected end of data');
+        headEnd = buf[0] === 13 && buf[1] === 10 ? -2 : indexOf(buf, new Uint8Array([13, 10, 13, 10]), 0);
+      }
+      const head = parseHead(headEnd === -2 ? new Uint8Array(0) : buf.subarray(0, headEnd));
+      buf = buf.subarray(headEnd === -2 ? 2 : headEnd + 4);
+      const sink = await onPart(head);
+      // The body: everything up to the next CRLF--boundary. Bytes that could begin a delimiter
+      // split across chunks are held back until the next chunk decides.
+      for (;;) {
+        const at = indexOf(buf, delimiter, 0);
+        if (at >= 0) {
+          if (at > 0) await sink.write(buf.subarray(0, at));
+          buf = buf.subarray(at + delimiter.byteLength);
+          await sink.end();
+          break;
+        }
+        const keep = Math.min(buf.byteLength, delimiter.byteLength - 1);
+        if (buf.byteLength > keep) {
+          await sink.write(buf.subarray(0, buf.byteLength - keep));
+          buf = buf.subarray(buf.byteLength - keep);
+        }
+        if (!(await more())) throw new MultipartError('unexpected end of data');
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+/** A media part of an OpenRosa submission, staged in memory or in the blob store. */
+export interface OpenRosaFile {
+  name: string;
+  contentType: string | null;
+  blob: StagedBlob;
+}
+
+/**
+ * Reads an OpenRosa submission POST (multipart/form-data) as it streams: the `xml_submission_file`
+ * part buffered (bounded by MAX_UPLOAD_BYTES), each media part (named by its filename) hashed and
+ * staged as it arrives (lib/blobs/staged.ts: in memory up to a 4 MiB per-request budget, beyond that
+ * streamed to a temporary key of the blob store), so a 100 MB submission costs a part buffer, not
+ * its size. OpenRosa Form Submission API (shared/reference/odk-docs).
+ * @returns the XML bytes, the staged media parts, and `discard()`, which deletes staged temporary
+ *   objects the submission did not keep: call it once the submission is stored or refused.
  * @throws Problem 400.39 not multipart, broken or over 1000 parts; 400.7 no xml_submission_file;
  *   400.8 a file name with a path or not valid UTF-8; 400.1 a text xml_submission_file part that
- *   is not valid UTF-8; 413 over MAX_UPLOAD_BYTES (declared, or counted while it streams).
+ *   is not valid UTF-8; 413 over MAX_UPLOAD_BYTES (declared, or counted while it streams). Nothing
+ *   staged is left behind when it throws.
  */
 export async function readOpenRosaMultipart(c: Context<AppEnv>): Promise<{
   xml: Uint8Array;
-  files: Array<{ name: string; bytes: Uint8Array; contentType: string | null }>;
+  files: OpenRosaFile[];
+  discard: () => Promise<void>;
 }> {
   const type = c.req.header('content-type') ?? '';
   if (!/^multipart\/form-data/i.test(type)) throw problems.submission.multipartParsingFailed('Unsupported content type.');
-  const max = c.var.ctx.config.MAX_UPLOAD_BYTES;
-  // A chunked body declares no length: count while reading (lib/http/body.ts), so the parser never
-  // buffers more than the limit (undici's formData() reads the whole body first).
-  const { stream: counted, over } = countedBody(c, max, () => problems.submission.tooLarge({ limit: max }));
-  let form: FormData;
-  try {
-    form = await new Response(counted ?? null, { headers: { 'Content-Type': type } }).formData();
-  } catch (err) {
-    if (over()) throw problems.submission.tooLarge({ limit: max });
-    throw problems.submission.multipartParsingFailed(err instanceof Error ? err.message : String(err));
-  }
-  let xml: Uint8Array | null = null;
-  const files: Array<{ name: string; bytes: Uint8Array; contentType: string | null }> = [];
+  const boundary = multipartBoundary(type);
+  if (!boundary) throw problems.submission.multipartParsingFailed('Multipart: Boundary not found');
+  const ctx = c.var.ctx;
+  const max = ctx.config.MAX_UPLOAD_BYTES;
+  const tooLarge = () => problems.submission.tooLarge({ limit: max });
+  // A chunked body declares no length: count while reading (lib/http/body.ts).
+  const { stream: counted, over } = countedBody(c, max, tooLarge);
+  // Set by the xml_submission_file part's sink (a later one replaces an earlier one).
+  const found: { xml: Uint8Array | null; text: boolean } = { xml: null, text: false };
+  const files: OpenRosaFile[] = [];
+  const staging: Array<{ abort(): Promise<void> }> = [];
+  const budget = { bytes: MEMORY_BUDGET };
   let parts = 0;
   let size = 0;
-  for (const [field, value] of form.entries()) {
-    parts += 1;
-    if (parts > MAX_PARTS) throw problems.submission.multipartParsingFailed(`more than ${MAX_PARTS} parts`);
-    if (typeof value !== 'string') {
-      size += value.size;
-      if (size > max) throw problems.submission.tooLarge({ limit: max });
-    }
-    if (field === 'xml_submission_file') {
-      // A part without a filename arrives as text, decoded with U+FFFD for invalid UTF-8: refuse it
-      // rather than store the replacement (file parts keep their bytes, checked by ingestion).
-      if (typeof value === 'string' && value.includes(REPLACEMENT)) throw problems.user.unparseable({ format: 'submission xml', rawLength: value.length });
-      xml = typeof value === 'string' ? new TextEncoder().encode(value) : new Uint8Array(await value.arrayBuffer());
-      continue;
-    }
-    if (typeof value === 'string') continue;
-    const name = value.name || field;
-    // A media part is stored under the name the XML gives it; a path is never a valid one.
-    if (/[/\\\0]|^\.\.?$/.test(name) || name.length > 255) {
-      throw problems.user.unexpectedValue({ field: 'filename', value: name, reason: 'a media file name may not contain a path.' });
-    }
-    // undici decodes the Content-Disposition file name as UTF-8 with U+FFFD for invalid bytes.
-    if (name.includes(REPLACEMENT)) {
-      throw problems.user.unexpectedValue({ field: 'filename', value: name, reason: 'a media file name must be valid UTF-8.' });
-    }
-    files.push({ name, bytes: new Uint8Array(await value.arrayBuffer()), contentType: value.type || null });
+  const ignore: PartSink = { write() {}, end() {} };
+  try {
+    await parseMultipart(counted ?? new ReadableStream({ start: (ctl) => ctl.close() }), boundary, (head) => {
+      parts += 1;
+      if (parts > MAX_PARTS) throw problems.submission.multipartParsingFailed(`more than ${MAX_PARTS} parts`);
+      if (head.name === 'xml_submission_file') {
+        const chunks: Uint8Array[] = [];
+        return {
+          write(chunk) {
+            chunks.push(chunk);
+            if (head.filename != null) {
+              size += chunk.byteLength;
+              if (size > max) throw tooLarge();
+            }
+          },
+          end() {
+            found.xml = concatBytes(chunks);
+            found.text = head.filename == null;
+          },
+        };
+      }
+      if (head.filename == null) return ignore; // other text fields: not part of a submission
+      const name = head.filename || head.name;
+      // A media part is stored under the name the XML gives it; a path is never a valid one.
+      if (/[/\\\0]|^\.\.?$/.test(name) || name.length > 255) {
+        throw problems.user.unexpectedValue({ field: 'filename', value: name, reason: 'a media file name may not contain a path.' });
+      }
+      // File names are decoded as UTF-8 with U+FFFD for invalid bytes (as undici did).
+      if (name.includes('\uFFFD')) {
+        throw problems.user.unexpectedValue({ field: 'filename', value: name, reason: 'a media file name must be valid UTF-8.' });
+      }
+      const stage = stagePart(ctx, head.contentType, budget);
+      staging.push(stage);
+      return {
+        async write(chunk) {
+          size += chunk.byteLength;
+          if (size > max) throw tooLarge();
+          await stage.write(chunk);
+        },
+        async end() {
+          const blob = await stage.end();
+          staging.splice(staging.indexOf(stage), 1);
+          files.push({ name, contentType: head.contentType, blob });
+        },
+      };
+    });
+  } catch (err) {
+    for (const s of staging) await s.abort();
+    await discardStaged(ctx, files.map((f) => f.blob));
+    if (over()) throw tooLarge();
+    if (err instanceof MultipartError) throw problems.submission.multipartParsingFailed(err.message);
+    throw err;
   }
-  if (!xml) throw problems.submission.missingMultipartField();
-  return { xml, files };
+  const discard = () => discardStaged(ctx, files.map((f) => f.blob));
+  const xml = found.xml;
+  if (!xml) {
+    await discard();
+    throw problems.submission.missingMultipartField();
+  }
+  if (found.text) {
+    // A part without a filename is text: refuse invalid UTF-8 rather than store U+FFFD in its place.
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(xml);
+    } catch {
+      await discard();
+      throw problems.user.unparseable({ format: 'submission xml', rawLength: xml.byteLength });
+    }
+  }
+  return { xml, files, discard };
 }

@@ -1,9 +1,12 @@
-import { createReadStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { copyFile, link, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import type { BlobStore } from '../blobs/store';
 import { isBlobKey } from '../blobs/store';
+
+const TEMP_KEY = /^tmp\/[0-9a-f-]{36}$/;
 
 /**
  * The embedded default BlobStore: files under `root` (DATA_DIR/blobs), fanned out by the first two
@@ -12,6 +15,9 @@ import { isBlobKey } from '../blobs/store';
  */
 export function createFsBlobStore(root: string): BlobStore {
   const pathOf = (key: string) => {
+    // Temporary objects (streamed uploads, lib/blobs/staged.ts) live in root/tmp, outside the
+    // fan-out folders that list() walks, so the orphan sweep never sees them.
+    if (TEMP_KEY.test(key)) return join(root, key);
     if (!isBlobKey(key)) throw new Error(`invalid blob key ${key}`);
     return join(root, key.slice(0, 2), key);
   };
@@ -43,6 +49,26 @@ export function createFsBlobStore(root: string): BlobStore {
     },
     async delete(key) {
       await rm(pathOf(key), { force: true });
+    },
+    async putTemporary(body) {
+      await mkdir(join(root, 'tmp'), { recursive: true });
+      const key = `tmp/${randomUUID()}`;
+      try {
+        await body.pipeTo(Writable.toWeb(createWriteStream(pathOf(key))) as WritableStream<Uint8Array>);
+      } catch (err) {
+        await rm(pathOf(key), { force: true });
+        throw err;
+      }
+      return key;
+    },
+    async copyTemporary(tempKey, key) {
+      if (!TEMP_KEY.test(tempKey)) throw new Error(`invalid temporary key ${tempKey}`);
+      await mkdir(join(root, key.slice(0, 2)), { recursive: true });
+      // A hard link: no bytes copied, and the temporary name stays for a retry until deleted.
+      await link(pathOf(tempKey), pathOf(key)).catch(async (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EEXIST') return;
+        await copyFile(pathOf(tempKey), pathOf(key));
+      });
     },
     async *list() {
       let dirs: string[];

@@ -1,6 +1,7 @@
 import { Duplex } from 'node:stream';
 import { crc32 as zlibCrc32, createDeflateRaw } from 'node:zlib';
 import { nativeAesCfb } from './native-crypto';
+import { nativeHashStream } from './native-hash';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import { mkdirSync } from 'node:fs';
@@ -93,5 +94,5 @@ export async function createNodeDeps(config: Config, opts: { mailOutbox?: boolea
   const log = createLogger(config.LOG_LEVEL);
   const mailer = nodeMailer(config, { outbox: opts.mailOutbox ?? true });
   if (!mailer) log.warn('no mail transport is configured (EMAIL_HOST): account mail will be logged, not sent');
-  return { db: database.db, blobs: openBlobStore(config), config, log, database, deflateRaw: nativeDeflateRaw, crc32: zlibCrc32, aesCfb: nativeAesCfb, mailer };
+  return { db: database.db, blobs: openBlobStore(config), config, log, database, deflateRaw: nativeDeflateRaw, crc32: zlibCrc32, aesCfb: nativeAesCfb, hashStream: nativeHashStream, mailer };
 }

@@ -6,6 +6,7 @@ import type { Deps } from '../context';
 import type { Db } from '../db/client';
 import { createLogger } from '../log';
 import { loadConfig } from './env';
+import { nativeHashStream } from './native-hash';
 
 /**
  * Builds Deps for one Workers request from its bindings: PostgreSQL through the Hyperdrive binding
@@ -26,5 +27,5 @@ export function createWorkerDeps(env: Record<string, unknown>): { deps: Deps; do
   const blobs = s3BlobStoreFromConfig(config);
   // No SMTP client here yet (nodemailer needs Node sockets): account mail is logged as a warning
   // by lib/mail sendAfterCommit, with or without EMAIL_HOST.
-  return { deps: { db, blobs, config, log: createLogger(config.LOG_LEVEL) }, done: () => client.end({ timeout: 5 }) };
+  return { deps: { db, blobs, config, log: createLogger(config.LOG_LEVEL), hashStream: nativeHashStream }, done: () => client.end({ timeout: 5 }) };
 }
