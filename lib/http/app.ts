@@ -56,6 +56,9 @@ export function isAnonymousRoute(method: string, path: string, search: URLSearch
   return (method === 'GET' || method === 'HEAD') && /^\/v1\/config\/public(\/|$)/.test(path);
 }
 
+/** `GET /v1/projects` without credentials: the spec answers `[]` (Central answers 401). */
+const isAnonymousProjectList = (method: string, path: string): boolean => (method === 'GET' || method === 'HEAD') && path === '/v1/projects';
+
 /** A Hono app that routes `/v1/key/{token}/…` like `/v1/…`. */
 export const newApp = () => new Hono<AppEnv>({ getPath: routingPath });
 
@@ -130,7 +133,8 @@ export function groupApp() {
         await authenticate(c, ctx);
         // Anonymous on a route that needs an actor: 401.2 before anything is loaded, as Central
         // (only for routes that exist, so an unknown path still answers 404).
-        if (ctx.auth.via === 'anonymous' && matchedRoutes(c).some((r) => r.method !== 'ALL')) throw problems.user.authenticationFailed();
+        // The spec's one exception (interface.md, GET /v1/projects): no credentials at all gives `[]`.
+        if (ctx.auth.via === 'anonymous' && !isAnonymousProjectList(c.req.method, path) && matchedRoutes(c).some((r) => r.method !== 'ALL')) throw problems.user.authenticationFailed();
       }
       if (requiresOpenRosaHeader(path)) checkOpenRosaVersion(c.req.header('x-openrosa-version'));
       await next();

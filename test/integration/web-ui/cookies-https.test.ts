@@ -283,7 +283,10 @@ describe('the HTTPS rule', () => {
     const byCookie = await b.get(`/v1/projects/${h.projectId}`);
     expect(byCookie.status).toBe(401);
     expect(await json(byCookie)).toEqual(AUTH_FAILED);
-    expect((await b.get('/v1/projects')).status).toBe(401);
+    // Unhonoured cookies count as no credentials: the project list is the spec's anonymous `[]`.
+    const list = await b.get('/v1/projects');
+    expect(list.status).toBe(200);
+    expect(await json(list)).toEqual([]);
     expect((await b.get('/v1/sessions/restore')).status).toBe(401);
     // Bearer is not affected.
     expect((await h.get(`/v1/projects/${h.projectId}`, { as: 'bob' })).status).toBe(200);
