@@ -10,7 +10,7 @@
  */
 import { and, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import {
-  actors, audits, entityDefs, entityDefSources, forms, submissionDefs, submissions, type ActorRow, type AuditRow,
+  actors, audits, entityDefs, entityDefSources, forms, submissionDefs, submissions, type ActorRow, type AuditRow, type EntityRow,
 } from '../../drizzle/schema';
 import { actorJson } from '../actors';
 import { auditJson } from '../audits';
@@ -19,7 +19,6 @@ import type { Ctx } from '../context';
 import { datasetActee, getDatasetOrNotFound } from '../datasets';
 import { submissionJson } from '../submissions/queries';
 import { getEntityOrNotFound } from './index';
-import { normalizeUuid } from './model';
 
 async function actorsOf(ctx: Ctx, ids: Array<number | null | undefined>): Promise<Map<number, ActorRow>> {
   const wanted = [...new Set(ids.filter((x): x is number => x != null))];
@@ -36,17 +35,30 @@ const num = (v: unknown): number | null => (v == null || v === '' || Number.isNa
  */
 export async function listEntityAudits(
   ctx: Ctx, projectId: number, name: string, uuidParam: string, page: { limit?: number; offset?: number } = {},
-): Promise<Array<Record<string, unknown>>> {
+): Promise<EntityAuditJson[]> {
   const d = await getDatasetOrNotFound(ctx, projectId, name);
   await canOrReject(ctx, 'entity.read', datasetActee(d));
-  const { entity } = await getEntityOrNotFound(ctx, d.dataset.id, normalizeUuid(uuidParam));
+  const { entity } = await getEntityOrNotFound(ctx, d.dataset.id, uuidParam);
+  return entityAuditLog(ctx, d.dataset.acteeId, entity, page);
+}
+
+/** One event of an Entity's audit log: Audit JSON, `details.source`, `actor`. */
+export type EntityAuditJson = ReturnType<typeof auditJson> & { details: Record<string, unknown>; actor: ReturnType<typeof actorJson> | null };
+
+/**
+ * The audit log of an Entity already loaded (E/audits, and E/versions for each version's source
+ * and the last resolve), newest first. Rights are the caller's. Reads only.
+ */
+export async function entityAuditLog(
+  ctx: Ctx, datasetActeeId: string, entity: EntityRow, page: { limit?: number; offset?: number } = {},
+): Promise<EntityAuditJson[]> {
   const defs = await ctx.db.select({ def: entityDefs, source: entityDefSources }).from(entityDefs)
     .leftJoin(entityDefSources, eq(entityDefSources.id, entityDefs.sourceId))
     .where(eq(entityDefs.entityId, entity.id));
   const sourceIds = [...new Set(defs.map((r) => r.def.sourceId).filter((x): x is number => x != null))];
   const uuid = entity.uuid;
   // On the Dataset's actee (indexed); an entity's uuid is unique across the server.
-  let query = ctx.db.select().from(audits).where(and(eq(audits.acteeId, d.dataset.acteeId), sql`(
+  let query = ctx.db.select().from(audits).where(and(eq(audits.acteeId, datasetActeeId), sql`(
       ${audits.details} -> 'entity' ->> 'uuid' = ${uuid}
       or (${audits.action} in ('entity.bulk.delete', 'entity.bulk.restore') and ${audits.details} -> 'entityUuids' ? ${uuid})
       or (${audits.action} = 'entity.bulk.create' and (${audits.details} ->> 'sourceId') in (select jsonb_array_elements_text(${JSON.stringify(sourceIds.map(String))}::jsonb))))`))

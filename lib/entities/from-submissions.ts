@@ -395,31 +395,6 @@ async function updateFromSubmission(
 }
 
 /**
- * For version listings: the submission behind each submission source `{ submission: { instanceId,
- * submitter, createdAt, reviewState, … }, event }` (a small subset of Central's). Reads only.
- * @returns Map submissionDefId → source JSON.
- */
-export async function submissionRefs(ctx: Ctx, defIds: Array<number | null>): Promise<Map<number, unknown>> {
-  const ids = [...new Set(defIds.filter((x): x is number => x != null))];
-  const out = new Map<number, unknown>();
-  if (ids.length === 0) return out;
-  const rows = await ctx.db.select({ def: submissionDefs, sub: submissions, form: forms }).from(submissionDefs)
-    .innerJoin(submissions, eq(submissions.id, submissionDefs.submissionId))
-    .innerJoin(forms, eq(forms.id, submissions.formId))
-    .where(inArray(submissionDefs.id, ids));
-  for (const r of rows) {
-    out.set(r.def.id, {
-      submission: {
-        instanceId: r.def.instanceId, submitterId: r.def.submitterId, createdAt: r.def.createdAt.toISOString(),
-        reviewState: r.sub.reviewState, deletedAt: r.sub.deletedAt ? r.sub.deletedAt.toISOString() : null,
-        xmlFormId: r.form.xmlFormId, currentVersion: { instanceName: r.def.instanceName, current: r.def.current },
-      },
-    });
-  }
-  return out;
-}
-
-/**
  * `dataset.convert`: after approval was turned off with `?convert=true`, makes the entities of the
  * Dataset's pending submissions (not yet reviewed, no entity yet) as if they had just arrived.
  */

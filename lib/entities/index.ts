@@ -6,7 +6,7 @@
  * central-api.yaml (Entity Management).
  */
 import { and, asc, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
-import { actors, audits, entities, entityDefs, entityDefSources, type ActorRow, type EntityDefRow, type EntityRow } from '../../drizzle/schema';
+import { actors, entities, entityDefs, entityDefSources, type ActorRow, type EntityDefRow, type EntityRow } from '../../drizzle/schema';
 import { actorJson } from '../actors';
 import { audit } from '../audits/log';
 import { canOrReject } from '../authz/can';
@@ -342,16 +342,11 @@ export async function bulkSetDeleted(ctx: Ctx, projectId: number, name: string, 
   });
 }
 
-async function entityAudits(ctx: Ctx, acteeId: string, uuid: string) {
-  return ctx.db.select().from(audits).where(and(
-    eq(audits.acteeId, acteeId),
-    sql`(${audits.details} -> 'entity' ->> 'uuid' = ${uuid} or ${audits.details} -> 'entityUuids' ? ${uuid})`,
-  )).orderBy(desc(audits.loggedAt), desc(audits.id));
-}
-
 /**
  * Versions of an entity, oldest first, with conflict details (GET E/versions); `relevantToConflict`
- * keeps only those the conflict resolution needs; extended adds each creator.
+ * keeps only those the conflict resolution needs; extended adds each creator. A version's `source`
+ * is its create/update event's `details.source` in the entity's audit log (./audits.ts: the
+ * triggering event and submission), else the source's details (a bulk upload's `{ name, size, … }`).
  * @throws 404.1; 401.2/403.1 without entity.read. Reads only.
  */
 export async function listVersions(ctx: Ctx, projectId: number, name: string, uuid: string, opts: { extended: boolean; relevantToConflict: boolean }) {
@@ -361,29 +356,21 @@ export async function listVersions(ctx: Ctx, projectId: number, name: string, uu
     .leftJoin(entityDefSources, eq(entityDefSources.id, entityDefs.sourceId))
     .where(eq(entityDefs.entityId, entity.id)).orderBy(asc(entityDefs.version));
   const people = opts.extended ? await actorMap(ctx, defs.map((r) => r.def.creatorId)) : null;
-  const log = await entityAudits(ctx, d.dataset.acteeId, entity.uuid);
+  const { entityAuditLog } = await import('./audits');
+  const log = await entityAuditLog(ctx, d.dataset.acteeId, entity);
   const resolved = log.find((a) => a.action === 'entity.update.resolve');
-  const sources = await sourceJsonFor(ctx, defs.map((r) => r.source));
+  const eventSource = new Map(log.filter((a) => a.action === 'entity.create' || a.action === 'entity.update.version')
+    .map((a) => [Number(a.details.entityDefId), a.details.source]));
   // As GET E: the current version leaves out values of properties deleted since (Central).
   const live = new Set((await publishedProperties(ctx, d.dataset.id)).map((p) => p.name));
   const shown = (def: EntityDefRow): EntityDefRow =>
     (def.current ? { ...def, data: Object.fromEntries(Object.entries(def.data).filter(([k]) => live.has(k))) } : def);
-  return withConflictDetails(defs.map((r, i) => ({
+  return withConflictDetails(defs.map((r) => ({
     def: r.def,
     isCreateAsUpdate: (r.source?.details as { action?: string } | null)?.action === 'create',
     ...versionJson(shown(r.def), true, people ? (people.get(r.def.creatorId ?? -1) ?? null) : undefined),
-    source: sources[i],
+    source: eventSource.get(r.def.id) ?? r.source?.details ?? {},
   })), resolved ? Number((resolved.details as { entityDefId?: number }).entityDefId ?? 0) : null, opts.relevantToConflict);
-}
-
-async function sourceJsonFor(ctx: Ctx, sources: Array<typeof entityDefSources.$inferSelect | null>) {
-  const { submissionRefs } = await import('./from-submissions');
-  const refs = await submissionRefs(ctx, sources.map((s) => s?.submissionDefId ?? null));
-  return sources.map((s) => {
-    if (!s) return {};
-    if (s.type === 'submission' && s.submissionDefId != null) return refs.get(s.submissionDefId) ?? {};
-    return s.details ?? {};
-  });
 }
 
 /** Property diffs between consecutive versions (GET E/diffs). @throws 404.1; 403.1. Reads only. */
