@@ -10,10 +10,22 @@
  *   deep $skiptoken   GET D.svc/Entities?$top=1000&$skiptoken=<the entity at 90 % depth>
  *   property $filter  GET D.svc/Entities?$filter=first_name eq '<a name 1 entity in 1,000 has>'&$top=1000
  *                     (each OData case: BENCH_RUNS (20) timed requests after 2 warm-ups; target p95 < 250 ms)
+ *   integrity         GET D/integrity?id=<BENCH_INTEGRITY (10,000) uuids, 100 of them deleted> (X-OpenRosa-Version),
+ *                     BENCH_RUNS timed after 2 warm-ups, flags checked; target p95 < 200 ms
+ *   devices           BENCH_DEVICES (20) App Users of a form consuming the Dataset (consumeDatasets, people.csv
+ *                     linked), concurrently: each downloads the 100,000-row list once (ETag = the manifest's
+ *                     hash, checked), then BENCH_SYNCS (10) times GET F/manifest + GET the list with
+ *                     If-None-Match (304 checked); p95 of the pair, target < 100 ms
+ *   approvals         BENCH_APPROVALS (2,000) submissions of simpleEntity into a Dataset that requires
+ *                     approval, then BENCH_REVIEWERS (16) concurrent reviewers PATCH reviewState approved;
+ *                     approvals/s (target ≥ 300/s); every entity created once (count, distinct uuids, one
+ *                     version-1 source per submission, no entity.error, no job left)
  *   offline backlog   BENCH_OFFLINE (1,000) updates of one branch submitted last first (all held), then
- *                     the first: the time until every one is applied, in branch order (checked), by
- *                     that request's jobs and one drain (lib/jobs), and how long the request took
- * Prints each figure with its ratio to the target (≥ 1 meets it for rates, ≤ 1 for latencies).
+ *                     the first: the time until every one is applied, in branch order (checked: version
+ *                     1,001 and each version's branch base and data), by that request's jobs and one drain
+ *                     (lib/jobs), and how long the request took
+ * Prints each figure with its ratio to the target (≥ 1 meets it for rates, ≤ 1 for latencies) and
+ * the 1-minute load average when it was taken (the box is shared: read the figures with it).
  *
  * Runs on DATABASE_URL when set (use a fresh database), else PGlite in memory (the targets are
  * for PostgreSQL; lower BENCH_N there).
@@ -44,7 +56,15 @@ import { benchAdmin } from './admin';
 const N = Number(process.env.BENCH_N ?? 100_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
 const OFFLINE = Number(process.env.BENCH_OFFLINE ?? 1_000);
+const INTEGRITY = Math.min(N, Number(process.env.BENCH_INTEGRITY ?? 10_000));
+const DEVICES = Number(process.env.BENCH_DEVICES ?? 20);
+const SYNCS = Number(process.env.BENCH_SYNCS ?? 10);
+const APPROVALS = Number(process.env.BENCH_APPROVALS ?? 2_000);
+const REVIEWERS = Number(process.env.BENCH_REVIEWERS ?? 16);
 const CHUNK = 10_000;
+/** BENCH_ONLY=csv,odata,integrity,devices,approvals,offline runs only those (bulk create always runs). */
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
+const only = (name: string) => ONLY == null || ONLY.has(name);
 const fixture = (path: string) => readFileSync(new URL(`../../shared/fixtures/${path}`, import.meta.url), 'utf8');
 
 const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '4', MAX_JSON_BYTES: '50000000' }, { localServer: true });
@@ -54,7 +74,8 @@ const deps = { db: database.db, config, log: createLogger('silent'), blobs: crea
 const ctx = systemCtx(deps);
 const app = withDeps(localApp(), () => ({ deps }));
 const { call, auth } = await benchAdmin(ctx, app, 'entities');
-const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+// A device's integrity check names every entity it holds (10,000 uuids ≈ 370 kB of URL): as infra/local/serve.ts.
+const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', serverOptions: { maxHeaderSize: 1 << 20 } });
 const base = await new Promise<string>((resolve) => server.once('listening', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 const where = config.DATABASE_URL ? 'PostgreSQL' : 'PGlite (in memory)';
 
@@ -66,7 +87,7 @@ for (const name of ['first_name', 'age', 'geometry']) await call('POST', `${D}/p
 
 const rows: string[] = [];
 const report = (label: string, value: string, ratio: number, note = '') => {
-  const line = `${label.padEnd(18)} ${value.padEnd(34)} ratio to target ${ratio.toFixed(2)}${note ? `  ${note}` : ''}`;
+  const line = `${label.padEnd(18)} ${value.padEnd(34)} ratio to target ${ratio.toFixed(2)}  load ${loadavg()[0]!.toFixed(2)}${note ? `  ${note}` : ''}`;
   rows.push(line);
   console.log(line);
 };
@@ -92,7 +113,7 @@ report('bulk create', `${Math.round(N / bulkS).toLocaleString('en')} entities/s 
 if (config.DATABASE_URL) await database.db.execute(sql.raw('vacuum analyze'));
 
 // ─── entity CSV ─────────────────────────────────────────────────────────────────────────────
-{
+if (only('csv')) {
   const start = performance.now();
   const res = await fetch(`${base}${D}/entities.csv`, { headers: auth });
   if (res.status !== 200) throw new Error(`csv: ${res.status}`);
@@ -127,16 +148,132 @@ async function timed(label: string, path: string, check: (body: { value: unknown
 const [deep] = await database.db.select({ uuid: entities.uuid }).from(entities).orderBy(asc(entities.createdAt), asc(entities.id))
   .offset(Math.floor(N * 0.1)).limit(1);
 const svc = `${D}.svc/Entities`;
-await timed('OData first page', `${svc}?$top=1000&$count=true`, (b) => { if (b.value.length !== Math.min(1000, N)) throw new Error('first page'); });
-await timed('OData $skiptoken', `${svc}?$top=1000&$skiptoken=${encodeURIComponent(encodeSkiptoken({ uuid: deep!.uuid }))}`, (b) => {
+if (only('odata')) await timed('OData first page', `${svc}?$top=1000&$count=true`, (b) => { if (b.value.length !== Math.min(1000, N)) throw new Error('first page'); });
+if (only('odata')) await timed('OData $skiptoken', `${svc}?$top=1000&$skiptoken=${encodeURIComponent(encodeSkiptoken({ uuid: deep!.uuid }))}`, (b) => {
   if (b.value.length !== Math.min(1000, Math.floor(N * 0.1))) throw new Error(`skiptoken page: ${b.value.length}`);
 });
-await timed('OData prop $filter', `${svc}?$filter=${encodeURIComponent("first_name eq 'name123'")}&$top=1000`, (b) => {
+if (only('odata')) await timed('OData prop $filter', `${svc}?$filter=${encodeURIComponent("first_name eq 'name123'")}&$top=1000`, (b) => {
   if (b.value.length !== Math.floor(N / 1000) + (N % 1000 > 123 ? 1 : 0)) throw new Error(`filter: ${b.value.length}`);
 });
 
+// ─── integrity ──────────────────────────────────────────────────────────────────────────────
+const OR = { 'X-OpenRosa-Version': '1.0' };
+if (only('integrity')) {
+  // 100 of the ids asked about are deleted first (every 100th of them).
+  const ids = Array.from({ length: INTEGRITY }, (_, k) => uuidOf(Math.floor((k * N) / INTEGRITY)));
+  const deleted = ids.filter((_, k) => k % Math.max(1, Math.floor(INTEGRITY / 100)) === 0).slice(0, 100);
+  await call('POST', `${D}/entities/bulk-delete`, JSON.stringify({ ids: deleted }), JSON_TYPE);
+  const times: number[] = [];
+  for (let i = 0; i < RUNS + 2; i += 1) {
+    const start = performance.now();
+    const res = await fetch(`${base}${D}/integrity?id=${ids.join(',')}`, { headers: { ...auth, ...OR } });
+    const text = await res.text();
+    const ms = performance.now() - start;
+    if (res.status !== 200) throw new Error(`integrity: ${res.status} ${text.slice(0, 300)}`);
+    const listed = text.split('<entity id=').length - 1;
+    const gone = text.split('<deleted>true</deleted>').length - 1;
+    if (listed !== INTEGRITY || gone !== deleted.length) throw new Error(`integrity: ${listed} entities, ${gone} deleted; expected ${INTEGRITY}, ${deleted.length}`);
+    if (i >= 2) times.push(ms);
+  }
+  times.sort((a, b) => a - b);
+  const p95 = times[Math.ceil(0.95 * times.length) - 1]!;
+  report('integrity', `${INTEGRITY} ids: p50 ${times[Math.floor(times.length / 2)]!.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms`, p95 / 200);
+}
+
+// ─── devices: manifest + unchanged entity list ─────────────────────────────────────────────
+if (only('devices')) {
+  await call('POST', `${P}/forms?publish=true&ignoreWarnings=true`, fixture('forms/consumeDatasets.xml'), { 'Content-Type': 'application/xml' });
+  const F = `${P}/forms/consumeDatasets`;
+  const tokens: string[] = [];
+  for (let i = 0; i < DEVICES; i += 1) {
+    const au = (await (await call('POST', `${P}/app-users`, JSON.stringify({ displayName: `Device ${i}` }), JSON_TYPE)).json()) as { id: number; token: string };
+    await call('POST', `${F}/assignments/app-user/${au.id}`);
+    tokens.push(au.token);
+  }
+  const keyed = (token: string) => `${base}/v1/key/${token}${F.slice(3)}`;
+  const manifest = async (token: string) => {
+    const res = await fetch(`${keyed(token)}/manifest`, { headers: OR });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`manifest: ${res.status} ${text}`);
+    const file = /<mediaFile type="entityList">\s*<filename>people\.csv<\/filename>\s*<hash>md5:([0-9a-f]{32})<\/hash>\s*<downloadUrl>([^<]+)<\/downloadUrl>/.exec(text);
+    if (!file) throw new Error(`manifest without people.csv: ${text}`);
+    return { hash: file[1]!, url: file[2]!.replace(/&amp;/g, '&') };
+  };
+  const live = (await database.db.execute(sql`select count(*)::int as n from entities e join datasets d on d.id = e.dataset_id
+    where d.name = 'people' and e.deleted_at is null`) as unknown as Array<{ n: number }>)[0]!.n;
+  const pair: number[] = [];
+  const single: number[] = [];
+  let fullMs = 0;
+  await Promise.all(tokens.map(async (token) => {
+    const first = await manifest(token);
+    const t0 = performance.now();
+    const full = await fetch(first.url, { headers: OR });
+    const body = await full.text();
+    fullMs = Math.max(fullMs, performance.now() - t0);
+    if (full.status !== 200 || full.headers.get('etag') !== `"${first.hash}"`) throw new Error(`list: ${full.status}, ETag ${full.headers.get('etag')} vs manifest ${first.hash}`);
+    if (body.split('\n').length - 2 !== live) throw new Error(`list: ${body.split('\n').length - 2} rows, expected ${live}`);
+    for (let i = 0; i < SYNCS; i += 1) {
+      const start = performance.now();
+      const m = await manifest(token);
+      const mid = performance.now();
+      const res = await fetch(m.url, { headers: { ...OR, 'If-None-Match': `"${m.hash}"` } });
+      await res.arrayBuffer();
+      const end = performance.now();
+      if (res.status !== 304) throw new Error(`conditional list: ${res.status}`);
+      pair.push(end - start);
+      single.push(mid - start, end - mid);
+    }
+  }));
+  const q = (list: number[], f: number) => [...list].sort((a, b) => a - b)[Math.ceil(f * list.length) - 1]!;
+  report('devices 304', `${DEVICES} devices × ${SYNCS}: pair p50 ${q(pair, 0.5).toFixed(1)} ms, p95 ${q(pair, 0.95).toFixed(1)} ms`, q(pair, 0.95) / 100,
+    `per request p95 ${q(single, 0.95).toFixed(1)} ms; first full download (${live.toLocaleString('en')} rows, ${DEVICES} at once) ≤ ${(fullMs / 1000).toFixed(2)} s`);
+}
+
+// ─── approvals ──────────────────────────────────────────────────────────────────────────────
+if (only('approvals')) {
+  const form = fixture('forms/simpleEntity.xml').replace('dataset="people"', 'dataset="reviewed"');
+  await call('POST', `${P}/forms?publish=true&ignoreWarnings=true`, form, { 'Content-Type': 'application/xml' });
+  await call('PATCH', `${P}/datasets/reviewed`, JSON.stringify({ approvalRequired: true }), JSON_TYPE);
+  const template = fixture('submissions/simpleEntity.one.xml').replace('dataset="people"', 'dataset="reviewed"');
+  const approvalUuid = (i: number) => `abcdef01-1234-4123-8234-${i.toString(16).padStart(12, '0')}`;
+  const F = `${P}/forms/simpleEntity/submissions`;
+  let next = 0;
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    for (let i = next++; i < APPROVALS; i = next++) {
+      const xml = template.replace('<instanceID>one</instanceID>', `<instanceID>review-${i}</instanceID>`)
+        .replace('uuid:12345678-1234-4123-8234-123456789abc', `uuid:${approvalUuid(i)}`).replace('Alice (88)', `Reviewed ${i}`);
+      await call('POST', F, xml, { 'Content-Type': 'application/xml' });
+    }
+  }));
+  await drainJobs(ctx);
+  next = 0;
+  const start = performance.now();
+  await Promise.all(Array.from({ length: REVIEWERS }, async () => {
+    for (let i = next++; i < APPROVALS; i = next++) {
+      const res = await fetch(`${base}${F}/review-${i}`, { method: 'PATCH', headers: { ...auth, ...JSON_TYPE }, body: JSON.stringify({ reviewState: 'approved' }) });
+      if (res.status !== 200) throw new Error(`approve ${i}: ${res.status} ${await res.text()}`);
+      await res.arrayBuffer();
+    }
+  }));
+  const s = (performance.now() - start) / 1000;
+  const count = async () => (await database.db.execute<{ n: number; uuids: number; sources: number }>(sql`
+    select count(*)::int as n, count(distinct e.uuid)::int as uuids, count(distinct s.submission_def_id)::int as sources
+    from entities e join datasets d on d.id = e.dataset_id and d.name = 'reviewed'
+    join entity_defs v on v.entity_id = e.id and v.version = 1 join entity_def_sources s on s.id = v.source_id`) as unknown as Array<{ n: number; uuids: number; sources: number }>)[0]!;
+  const inRequests = await count();
+  await drainJobs(ctx);
+  const after = await count();
+  const errors = (await database.db.execute(sql`select count(*)::int as n from audits where action = 'entity.error'`) as unknown as Array<{ n: number }>)[0]!.n;
+  const pending = (await database.db.execute(sql`select count(*)::int as n from jobs where done_at is null`) as unknown as Array<{ n: number }>)[0]!.n;
+  if (after.n !== APPROVALS || after.uuids !== APPROVALS || after.sources !== APPROVALS || errors !== 0 || pending !== 0) {
+    throw new Error(`approvals: ${JSON.stringify({ after, errors, pending })}, expected ${APPROVALS} each and no errors`);
+  }
+  report('approvals', `${Math.round(APPROVALS / s).toLocaleString('en')} approvals/s (${APPROVALS} in ${s.toFixed(1)} s)`, APPROVALS / s / 300,
+    `${REVIEWERS} reviewers; ${inRequests.n} entities made in the requests, ${after.n} after a drain, each once`);
+}
+
 // ─── offline backlog ────────────────────────────────────────────────────────────────────────
-{
+if (only('offline')) {
   await call('POST', `${P}/forms?publish=true&ignoreWarnings=true`, fixture('forms/offlineEntity.xml').replace('dataset="people"', 'dataset="households"'), { 'Content-Type': 'application/xml' });
   const uuid = '12345678-1234-4123-8234-123456789abc';
   await call('POST', `${P}/datasets/households/entities`, JSON.stringify({ uuid, label: 'Household', data: { status: 'new' } }), JSON_TYPE);
@@ -160,7 +297,7 @@ await timed('OData prop $filter', `${svc}?$filter=${encodeURIComponent("first_na
   const defs = await database.db.select({ v: entityDefs.version, b: entityDefs.branchBaseVersion, status: entityDefs.data }).from(entityDefs)
     .where(and(eq(entityDefs.entityId, e!.id))).orderBy(asc(entityDefs.version));
   const inOrder = defs.length === OFFLINE + 1 && defs.slice(1).every((d, i) => d.b === i + 1 && d.status.status === `s${i + 1}`);
-  if (!inOrder) throw new Error(`offline: ${defs.length} versions, not in branch order`);
+  if (!inOrder || defs[defs.length - 1]!.v !== OFFLINE + 1) throw new Error(`offline: ${defs.length} versions, not in branch order`);
   report('offline backlog', `${OFFLINE} updates (${held} held) applied in ${s.toFixed(2)} s`, 1,
     `${Math.round(OFFLINE / s)} updates/s, in branch order; the submitting request answered in ${inRequest.toFixed(2)} s`);
 }

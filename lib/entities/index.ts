@@ -203,9 +203,14 @@ export async function createEntities(ctx: Ctx, projectId: number, name: string, 
   });
 }
 
-/** Takes the transaction-scoped advisory lock of an entity uuid (Central's _lockEntity). */
+/**
+ * Takes the transaction-scoped advisory lock of an entity uuid (Central's _lockEntity). The key
+ * folds all 128 bits (high half xor low half), so uuids that share a prefix (made by a script,
+ * not random) do not share a lock and wait on each other.
+ */
 export async function lockEntity(tx: Ctx, uuid: string): Promise<void> {
-  const id = BigInt.asIntN(64, BigInt(`0x${uuid.replaceAll('-', '').slice(0, 15)}`));
+  const hex = uuid.replaceAll('-', '').padEnd(32, '0').slice(0, 32);
+  const id = BigInt.asIntN(64, BigInt(`0x${hex.slice(0, 16)}`) ^ BigInt(`0x${hex.slice(16)}`));
   await tx.db.execute(sql`select pg_advisory_xact_lock(${id.toString()}::bigint)`);
 }
 
