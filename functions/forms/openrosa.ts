@@ -1,4 +1,4 @@
-/** OpenRosa: P/formList, F/manifest, F/draft/formList|manifest, and the Draft Token paths /v1/test/{token}/…/draft/…. */
+/** OpenRosa: P/formList, F/manifest, F/versions/{v}/manifest, F/draft/formList|manifest, and the Draft Token paths /v1/test/{token}/…/draft/…. */
 import type { Context } from 'hono';
 import { newApp, type AppEnv } from '../../lib/http/app';
 import { projectId, stringParam } from '../../lib/http/params';
@@ -24,6 +24,8 @@ export const openRosaRoutes = newApp()
     openRosaXml(await openrosa.draftDocumentsForActor(c.var.ctx, projectId(c), id(c), base(c), 'formList')))
   .get('/v1/projects/:projectId/forms/:xmlFormId/draft/manifest', async (c) =>
     openRosaXml(await openrosa.draftDocumentsForActor(c.var.ctx, projectId(c), id(c), base(c), 'manifest')))
+  .get('/v1/projects/:projectId/forms/:xmlFormId/versions/:version/manifest', async (c) =>
+    openRosaXml(await openrosa.versionManifest(c.var.ctx, projectId(c), id(c), stringParam(c, 'version'), base(c))))
   .get('/v1/projects/:projectId/forms/:xmlFormId/manifest', async (c) =>
     openRosaXml(await openrosa.manifest(c.var.ctx, projectId(c), id(c), base(c))))
   .get(`${T}/formList`, async (c) => openRosaXml(await openrosa.draftFormList(c.var.ctx, token(c), projectId(c), id(c), publicOrigin(c))))

@@ -20,7 +20,7 @@ export const versionRoutes = newApp()
     return blobResponse(c, c.var.ctx, await attachments.getSpreadsheet(
       c.var.ctx, projectId(c), id(c), { kind: 'version', version: file.replace(/\.xlsx?$/, '') }, ext(file)));
   })
-  .get(`${V}/:version`, async (c) => c.json(await forms.getVersionJson(c.var.ctx, projectId(c), id(c), stringParam(c, 'version'))))
+  .get(`${V}/:version`, async (c) => c.json(await forms.getVersionJson(c.var.ctx, projectId(c), id(c), stringParam(c, 'version'), isExtended(c))))
   .get(`${V}/:version/fields`, async (c) =>
     c.json(await forms.getVersionFields(c.var.ctx, projectId(c), id(c), stringParam(c, 'version'), c.req.query('odata') === 'true')))
   .get(`${V}/:version/attachments`, async (c) =>

@@ -1,7 +1,7 @@
-import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, or } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
 import * as z from 'zod';
 import {
-  actees, actors, assignments, formAttachments, formDefs, forms, publicLinks, sessions, submissionAttachments, submissionDefs, submissions,
+  actees, actors, assignments, audits, formAttachments, formDefs, forms, publicLinks, sessions, submissionAttachments, submissionDefs, submissions,
   type FormRow,
 } from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
@@ -23,7 +23,7 @@ import {
   carryAttachments, checkFieldTypes, deleteUnpublishedDef, insertDef, readUpload, rejectIfWarnings, removedFields, type Upload,
 } from './definitions';
 import {
-  canOnFormOrReject, canReadFormOrReject, displayedDef, extendedFormFields, formJson, getDefOrNotFound,
+  canOnFormOrReject, canReadFormOrReject, displayedDef, extendedFormFields, formActee, formJson, getDefOrNotFound,
   getFormOrNotFound, publishedDefs, type FormJson,
 } from './queries';
 import { deleteDraftSubmissions } from '../submissions/manage';
@@ -435,35 +435,64 @@ export async function deleteDraft(ctx: Ctx, projectId: number, xmlFormId: string
 const versionFromUrl = (v: string) => (v === '___' ? '' : v);
 
 /**
- * All published versions, newest first (GET F/versions); extended adds publishedBy and publishNotes.
- * @throws 404.1; 403.1 without form.read.
+ * Who published each definition of a form, as Central reads it: the actor of the
+ * `form.update.publish` audit entry whose details name that definition (`newDefId`); a definition
+ * published without such an entry (an audit log cleared, a form made by the system) has none.
+ * @returns def id → actors row. Reads only.
+ */
+async function publishersOf(ctx: Ctx, form: FormRow): Promise<Map<number, typeof actors.$inferSelect>> {
+  const rows = await ctx.db
+    .select({ defId: sql<number>`(${audits.details} ->> 'newDefId')::int`, actor: actors })
+    .from(audits)
+    .innerJoin(actors, eq(actors.id, audits.actorId))
+    .where(and(eq(audits.action, 'form.update.publish'), eq(audits.acteeId, form.acteeId)))
+    .orderBy(asc(audits.id));
+  return new Map(rows.filter((r) => r.defId != null).map((r) => [r.defId, r.actor]));
+}
+
+/**
+ * All published versions, newest first (GET F/versions). Read as the form (Central's canReadForm:
+ * App Users, Data Collectors and public links too). Extended adds excelContentType, publishedBy
+ * (from the audit log) and, for `form.update` holders only, publishNotes.
+ * @throws 404.1; 401.2/403.1 without read rights.
  */
 export async function listVersions(ctx: Ctx, projectId: number, xmlFormId: string, extended: boolean) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canReadFormOrReject(ctx, f);
   const defs = await publishedDefs(ctx, f.form.id);
   if (!extended) return defs.map((d) => formJson(f.form, d));
+  const mayUpdate = await can(ctx, 'form.update', formActee(f));
+  const publishers = await publishersOf(ctx, f.form);
   const out = [];
   for (const d of defs) {
-    const [by] = d.publishedBy == null ? [] : await ctx.db.select().from(actors).where(eq(actors.id, d.publishedBy));
-    out.push({ ...formJson(f.form, d), ...(await extendedFormFields(ctx, f.form, d)), publishedBy: by ? actorJson(by) : null, publishNotes: d.publishNotes });
+    const by = publishers.get(d.id);
+    out.push({
+      ...formJson(f.form, d), ...(await extendedFormFields(ctx, f.form, d)), publishedBy: by ? actorJson(by) : null,
+      ...(mayUpdate ? { publishNotes: d.publishNotes } : {}),
+    });
   }
   return out;
 }
 
-/** One published version by its version string. @throws 404.1; 403.1 without form.read. */
+/**
+ * One published version by its version string (`___` for the blank version), read as the form
+ * (canReadForm, as Central's version resources). @throws 404.1; 401.2/403.1.
+ */
 export async function getVersion(ctx: Ctx, projectId: number, xmlFormId: string, version: string) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
-  await canOnFormOrReject(ctx, 'form.read', f);
+  await canReadFormOrReject(ctx, f);
   const def = (await publishedDefs(ctx, f.form.id)).find((d) => d.version === versionFromUrl(version));
   if (!def) throw problems.user.notFound();
   return { ...f, def };
 }
 
-/** GET F/versions/{version}. */
-export async function getVersionJson(ctx: Ctx, projectId: number, xmlFormId: string, version: string) {
-  const { form, def } = await getVersion(ctx, projectId, xmlFormId, version);
-  return formJson(form, def);
+/** GET F/versions/{version}; extended adds the extended form fields and, for form.update holders, publishNotes. */
+export async function getVersionJson(ctx: Ctx, projectId: number, xmlFormId: string, version: string, extended = false) {
+  const v = await getVersion(ctx, projectId, xmlFormId, version);
+  const json = formJson(v.form, v.def);
+  if (!extended) return json;
+  const mayUpdate = await can(ctx, 'form.update', formActee(v));
+  return { ...json, ...(await extendedFormFields(ctx, v.form, v.def)), ...(mayUpdate ? { publishNotes: v.def.publishNotes } : {}) };
 }
 
 /** GET F/versions/{version}/fields. */

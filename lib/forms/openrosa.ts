@@ -8,6 +8,7 @@ import type { Db } from '../db/client';
 import { prepared } from '../db/prepared';
 import { problems } from '../problem';
 import { getProjectOrNotFound } from '../projects';
+import { getVersion } from './index';
 import { renderFormList, renderManifest, type FormListEntry } from '../xforms/openrosa-xml';
 import { targetOf, type AttachmentTarget } from './attachments';
 import { canOnFormOrReject, canReadFormOrReject, formActee, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from './queries';
@@ -200,6 +201,17 @@ export async function manifest(ctx: Ctx, projectId: number, xmlFormId: string, b
   if (f.form.currentDefId == null) throw problems.user.notFound();
   const projectUrl = `${base.origin}${base.prefix}/projects/${f.project.id}`;
   return renderFiles(ctx, f.files, `${projectUrl}/forms/${enc(f.form.xmlFormId)}/attachments`, { project: f.project, projectUrl });
+}
+
+/**
+ * The OpenRosa manifest of one published version (GET F/versions/{version}/manifest, Central's
+ * version resource): its files, with URLs under F/versions/{version}/attachments.
+ * @throws 404.1 unknown form or version; 401.2/403.1 without read rights (canReadForm). Reads only.
+ */
+export async function versionManifest(ctx: Ctx, projectId: number, xmlFormId: string, version: string, base: UrlBase): Promise<string> {
+  const v = await getVersion(ctx, projectId, xmlFormId, version);
+  const projectUrl = `${base.origin}${base.prefix}/projects/${v.project.id}`;
+  return manifestFor(ctx, v.def.id, `${projectUrl}/forms/${enc(v.form.xmlFormId)}/versions/${enc(version)}/attachments`, { project: v.project, projectUrl });
 }
 
 /**
