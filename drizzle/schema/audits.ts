@@ -17,6 +17,8 @@ export const audits = pgTable('audits', {
 }, (t) => [
   index('audits_logged_at').on(t.loggedAt),
   index('audits_actee_id_logged_at').on(t.acteeId, t.loggedAt),
+  // The newest audit id of an actee (a Dataset's entity list hash, lib/datasets/entity-lists.ts) in one index probe.
+  index('audits_actee_id_id').on(t.acteeId, t.id),
   index('audits_actor_id_logged_at').on(t.actorId, t.loggedAt),
   index('audits_action_logged_at').on(t.action, t.loggedAt),
   // S/audits: a submission's own entries (details.submissionId, as Central records them).

@@ -1,0 +1,1 @@
+CREATE INDEX "audits_actee_id_id" ON "audits" USING btree ("actee_id","id");
