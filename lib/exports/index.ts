@@ -20,12 +20,12 @@ import { compileODataFilter, type FilterField } from './filter';
 import { csvLine, repeatRows } from './rows';
 import { cell, exportTables, selectTokens, type ExportOptions, type ExportTable } from './tables';
 import { zipStream, type ZipEntry } from './zip';
+import { copyRootRows, type CopyTarget } from './copy';
 import { mediaEntryName } from './media-name';
 import { loadDecryptor, type Decryptor } from '../encryption/decryptor';
 import { decryptedChunks, decryptValues, envelopesFor } from './decrypt';
 import { rootCells } from './rows';
-import { CLIENT_AUDIT_HEADERS, parseClientAudit } from './client-audits';
-import { concatBytes } from '../bytes';
+import { CLIENT_AUDIT_ENC, clientAuditCsv, isClientAuditSql } from './client-audits';
 import type { FormField, SubmissionValue } from '../xforms/types';
 
 export interface ExportQuery extends ExportOptions {
@@ -78,6 +78,8 @@ interface Plan {
   fieldsOf: Map<number, FormField[]>;
   /** The managed keys this request unlocked (Decryptor.none without passphrases). */
   decryptor: Decryptor;
+  /** What the COPY fast path of the root table needs (./copy.ts); null with a `$filter` or decryption. */
+  copy: Omit<CopyTarget, 'columns'> | null;
 }
 
 /**
@@ -158,6 +160,17 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
   const direct = root && table.columns.length === (plan.rootPaths.get(plan.defId) ?? []).length
     && indexFor(plan.defId).every((x, i) => x === i && table.columns[i]!.part == null);
   const empty = table.columns.map(() => '').join(',');
+  if (direct && plan.copy) {
+    // The common export: PostgreSQL writes the rows (./copy.ts); the general path below otherwise,
+    // or when the COPY cannot start (it fails before any byte is sent).
+    const copied = await copyRootRows(ctx, { ...plan.copy, columns: table.columns.length })
+      .catch((err: unknown) => { ctx.log.warn('COPY export path failed; using the general one', { err, requestId: ctx.requestId }); return null; });
+    if (copied) {
+      yield encoder.encode(pending);
+      yield* copied;
+      return;
+    }
+  }
   for await (const page of batches(ctx, plan.where, 'desc', root ? { rootText: true } : {})) {
     let text = pending;
     pending = '';
@@ -205,11 +218,13 @@ async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
     const envelopes = await envelopesFor(ctx, plan.decryptor, sealed.map((r) => r.defId));
     const defIds = page.filter((r) => (r.encrypted ? envelopes.has(r.defId) : r.received.length > 0)).map((r) => r.defId);
     if (defIds.length === 0) continue;
+    // Client audit files go to the audit CSV, never to media/ (Central).
     const files = await ctx.db
       .select({ defId: submissionAttachments.submissionDefId, name: submissionAttachments.name, sha: blobs.sha })
       .from(submissionAttachments)
       .innerJoin(blobs, eq(blobs.id, submissionAttachments.blobId))
-      .where(inArray(submissionAttachments.submissionDefId, defIds));
+      .innerJoin(submissionDefs, eq(submissionDefs.id, submissionAttachments.submissionDefId))
+      .where(and(inArray(submissionAttachments.submissionDefId, defIds), sql`${isClientAuditSql()} is not true`));
     const byDef = new Map<number, Array<{ name: string; sha: string }>>();
     for (const f of files) byDef.set(f.defId, [...(byDef.get(f.defId) ?? []), f]);
     for (const defId of defIds) {
@@ -226,44 +241,6 @@ async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
         if (entry) yield { name: entry, level: 1, data: decryptedChunks(ctx, f.sha, envelope.open(index)) };
       }
     }
-  }
-}
-
-/** The encrypted client audit log's file name (Central: `isClientAudit` of an encrypted attachment). */
-const CLIENT_AUDIT_ENC = 'audit.csv.enc';
-
-/**
- * The client audit CSV of the decrypted submissions, oldest submission first: `instance ID` and
- * Central's columns (lib/exports/client-audits.ts), one chunk per batch that has any.
- * Yields nothing at all when no exported submission has a decryptable client audit log.
- */
-async function* clientAuditCsv(ctx: Ctx, plan: Plan): AsyncGenerator<Uint8Array> {
-  if (!plan.decryptor.active) return;
-  let header = true;
-  for await (const page of batches(ctx, plan.where, 'asc', { rootText: true })) {
-    const sealed = page.filter((r) => r.encrypted && r.received.includes(CLIENT_AUDIT_ENC));
-    if (sealed.length === 0) continue;
-    const envelopes = await envelopesFor(ctx, plan.decryptor, sealed.map((r) => r.defId));
-    const shas = new Map((await ctx.db
-      .select({ defId: submissionAttachments.submissionDefId, sha: blobs.sha })
-      .from(submissionAttachments)
-      .innerJoin(blobs, eq(blobs.id, submissionAttachments.blobId))
-      .where(and(inArray(submissionAttachments.submissionDefId, [...envelopes.keys()]), eq(submissionAttachments.name, CLIENT_AUDIT_ENC))))
-      .map((r) => [r.defId, r.sha]));
-    let text = '';
-    for (const row of sealed) {
-      const envelope = envelopes.get(row.defId);
-      const sha = shas.get(row.defId);
-      const index = envelope?.mediaFiles.indexOf(CLIENT_AUDIT_ENC) ?? -1;
-      if (!envelope?.open || sha == null || index < 0) continue;
-      const parts: Uint8Array[] = [];
-      for await (const chunk of decryptedChunks(ctx, sha, envelope.open(index))) parts.push(chunk);
-      const rows = parseClientAudit(new TextDecoder().decode(concatBytes(parts)));
-      if (header) text += csvLine(['instance ID', ...CLIENT_AUDIT_HEADERS]);
-      header = false;
-      for (const cells of rows) text += csvLine([row.instanceId, ...cells]);
-    }
-    if (text !== '') yield encoder.encode(text);
   }
 }
 
@@ -333,7 +310,8 @@ async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft:
       for (const [path, options] of seen) selectOptions.set(path, [...options].sort());
     }
   }
-  return { form: f.form, plan: { where, tables: exportTables(f.form.xmlFormId, def.fields, older, query, selectOptions), defId: def.id, rootPaths, fieldsOf, decryptor } };
+  const copy = conditions.length === 3 && !decryptor.active ? { formId: f.form.id, draft, defId: def.id } : null;
+  return { form: f.form, plan: { where, tables: exportTables(f.form.xmlFormId, def.fields, older, query, selectOptions), defId: def.id, rootPaths, fieldsOf, decryptor, copy } };
 }
 
 /**
@@ -360,8 +338,11 @@ export async function exportZip(ctx: Ctx, projectId: number, xmlFormId: string, 
     // Level 1: CSV still shrinks ~10x, at a fraction of level 6's CPU (the export's other big cost).
     for (const table of plan.tables) yield { name: table.fileName, level: 1, data: tableCsv(ctx, plan, table) };
     if (query.attachments) yield* mediaEntries(ctx, plan);
-    // Decrypted client audit logs, as Central: the entry exists only when there is a row for it.
-    const audits = clientAuditCsv(ctx, plan);
+    // Client audit logs (plain, and decrypted ones), as Central: the entry exists only when there
+    // is a row for it. Only forms with a /meta/audit field (or encrypted rows) can have any.
+    const auditable = plan.decryptor.active || [...plan.fieldsOf.values()].some((fields) => fields.some((f) => f.path === '/meta/audit'));
+    if (!auditable) return;
+    const audits = clientAuditCsv(ctx, plan.where, plan.decryptor);
     const first = await audits.next();
     if (!first.done) {
       yield { name: `${form.xmlFormId} - audit.csv`, level: 1, data: (async function* () { yield first.value; yield* audits; })() };
