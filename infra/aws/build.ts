@@ -14,7 +14,7 @@
  * - The banner gives ESM chunks a `require` for the CommonJS dependencies esbuild wraps (nodemailer,
  *   bcryptjs); its import is aliased because fflate's own `createRequire` import would collide.
  */
-import { build, type Metafile } from 'esbuild';
+import { build, type Metafile, type Plugin } from 'esbuild';
 import { cpSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -36,6 +36,12 @@ export interface BundleSpec {
 /** Group functions from infra/aws/functions.ts, then the support functions. */
 export const bundleSpecs: BundleSpec[] = [
   ...lambdaFunctions.map((f) => ({ name: f.group, entry: f.entry, group: f.group })),
+  // Dispatches API Gateway requests the HTTP API's routes cannot tell apart (infra/aws/router.ts).
+  { name: 'router', entry: 'infra/aws/router.ts', group: null },
+  // Applies drizzle migrations during `cdk deploy` (a custom resource).
+  { name: 'migrate', entry: 'infra/aws/migrate.ts', group: null },
+  // Runs the scheduled jobs for EventBridge (lib/jobs/scheduled.ts).
+  { name: 'scheduled', entry: 'infra/aws/scheduled.ts', group: null },
 ];
 
 /** One output file and its sizes in bytes. `lazy`: loaded by a dynamic import only, not at init. */
@@ -75,8 +81,8 @@ const banner = "import { createRequire as __fbCreateRequire } from 'module'; con
  */
 export async function buildLambdaBundles(opts: { outDir: string; names?: string[]; minify?: boolean; sourcemap?: boolean }): Promise<BuiltBundle[]> {
   const specs = opts.names ? bundleSpecs.filter((s) => opts.names!.includes(s.name)) : bundleSpecs;
-  const out: BuiltBundle[] = [];
-  for (const spec of specs) {
+  // esbuild runs the builds side by side in its one service process.
+  return Promise.all(specs.map(async (spec) => {
     const dir = resolve(opts.outDir, spec.name);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
@@ -99,11 +105,40 @@ export async function buildLambdaBundles(opts: { outDir: string; names?: string[
       banner: { js: banner },
       logLevel: 'warning',
       legalComments: 'none',
+      plugins: [groupOnly(spec)],
     });
     if (spec.name === 'migrate') cpSync(join(root, 'drizzle/migrations'), join(dir, 'migrations'), { recursive: true });
-    out.push(describe(spec, dir, result.metafile));
-  }
-  return out;
+    return describe(spec, dir, result.metafile);
+  }));
+}
+
+/**
+ * Modules only one group's function runs, replaced by a stub in every other bundle. The route table
+ * sends every form upload to the forms group, yet lib/forms/index.ts (which converts XLSForms) is
+ * reached by other groups for their own verbs (form attachments from submissions and entity lists,
+ * the project key); without this their assets would carry SheetJS. The stub throws if ever called.
+ */
+const GROUP_ONLY: Record<string, { group: string; stub: string }> = {
+  'lib/xlsform/index.ts': {
+    group: 'forms',
+    stub: "const no = () => { throw new Error('XLSForm conversion runs in the forms function only'); };"
+      + ' export class XlsFormError extends Error { warnings = []; } export const convertXlsForm = no;',
+  },
+};
+
+function groupOnly(spec: BundleSpec): Plugin {
+  return {
+    name: 'fieldbase-group-only',
+    setup(b) {
+      b.onResolve({ filter: /\/xlsform$/ }, (args) => {
+        const path = relative(root, resolve(args.resolveDir, args.path, 'index.ts'));
+        const only = GROUP_ONLY[path];
+        if (!only || only.group === spec.group) return undefined;
+        return { path, namespace: 'group-only' };
+      });
+      b.onLoad({ filter: /.*/, namespace: 'group-only' }, (args) => ({ contents: GROUP_ONLY[args.path]!.stub, loader: 'ts' }));
+    },
+  };
 }
 
 function describe(spec: BundleSpec, dir: string, meta: Metafile): BuiltBundle {
