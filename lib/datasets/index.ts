@@ -276,11 +276,13 @@ export async function datasetCountsByProject(ctx: Ctx, projectIds: number[]) {
   const out = new Map<number, { datasets: number; lastEntity: string | null; list: Array<Record<string, unknown>> }>();
   for (const id of projectIds) out.set(id, { datasets: 0, lastEntity: null, list: [] });
   if (projectIds.length === 0) return out;
+  // datasets.id written out: drizzle writes a one-table select's columns unqualified, and an
+  // unqualified id in these subqueries would be the entity's own.
   const rows = await ctx.db.select({
     d: datasets,
-    entities: sql<number>`(select count(*)::int from entities e where e.dataset_id = ${datasets.id} and e.deleted_at is null)`,
-    lastEntity: sql<string | null>`(select max(e.created_at) from entities e where e.dataset_id = ${datasets.id} and e.deleted_at is null)`,
-    conflicts: sql<number>`(select count(*)::int from entities e where e.dataset_id = ${datasets.id} and e.deleted_at is null and e.conflict is not null)`,
+    entities: sql<number>`(select count(*)::int from entities e where e.dataset_id = datasets.id and e.deleted_at is null)`,
+    lastEntity: sql<string | null>`(select max(e.created_at) from entities e where e.dataset_id = datasets.id and e.deleted_at is null)`,
+    conflicts: sql<number>`(select count(*)::int from entities e where e.dataset_id = datasets.id and e.deleted_at is null and e.conflict is not null)`,
   }).from(datasets)
     .where(and(inArray(datasets.projectId, projectIds), isNotNull(datasets.publishedAt), isNull(datasets.deletedAt)))
     .orderBy(asc(datasets.name));
@@ -305,11 +307,13 @@ export async function datasetCountsByProject(ctx: Ctx, projectIds: number[]) {
 export async function listDatasets(ctx: Ctx, projectId: number, opts: { deleted: boolean; extended: boolean }) {
   const project = await getProjectOrNotFound(ctx, projectId);
   await canOrReject(ctx, 'dataset.list', projectActee(project));
+  // datasets.id written out: drizzle writes a one-table select's columns unqualified, and an
+  // unqualified id in these subqueries would be the entity's own.
   const rows = await ctx.db.select({
     d: datasets,
-    entities: sql<number>`(select count(*)::int from entities e where e.dataset_id = ${datasets.id} and e.deleted_at is null)`,
-    lastEntity: sql<string | null>`(select max(e.created_at) from entities e where e.dataset_id = ${datasets.id} and e.deleted_at is null)`,
-    conflicts: sql<number>`(select count(*)::int from entities e where e.dataset_id = ${datasets.id} and e.deleted_at is null and e.conflict is not null)`,
+    entities: sql<number>`(select count(*)::int from entities e where e.dataset_id = datasets.id and e.deleted_at is null)`,
+    lastEntity: sql<string | null>`(select max(e.created_at) from entities e where e.dataset_id = datasets.id and e.deleted_at is null)`,
+    conflicts: sql<number>`(select count(*)::int from entities e where e.dataset_id = datasets.id and e.deleted_at is null and e.conflict is not null)`,
   }).from(datasets).where(and(
     eq(datasets.projectId, project.id), isNotNull(datasets.publishedAt),
     opts.deleted ? isNotNull(datasets.deletedAt) : isNull(datasets.deletedAt),
