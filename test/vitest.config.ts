@@ -9,7 +9,7 @@ export default defineConfig({
     pool: 'forks',
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'] } },
+      { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts', 'test/serverless/**/*.test.ts'] } },
       { extends: true, test: { name: 'contract', include: ['test/contract/**/*.test.ts'] } },
       {
         // Central's web UI in Chromium against `npm start` (test/browser/global-setup.ts): one server,
