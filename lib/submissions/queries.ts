@@ -1,8 +1,10 @@
-import { and, desc, eq, inArray, isNull } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/pg-core';
 import { actors, submissionDefs, submissions, type ActorRow, type SubmissionDefRow, type SubmissionRow } from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
 import type { Ctx } from '../context';
 import { canOnFormOrReject, getFormOrNotFound, type LoadedForm } from '../forms/queries';
+import { keysetBatches } from '../http/json-stream';
 import { problems } from '../problem';
 
 /** Submission JSON (spec, Submission), in Central's key order. */
@@ -45,24 +47,103 @@ export async function actorsById(ctx: Ctx, ids: Array<number | null>): Promise<M
   return new Map(rows.map((a) => [a.id, a]));
 }
 
+/** Where a newest-first page of submissions ends: the last row's (createdAt, id). */
+type SubmissionKey = { createdAt: Date; id: number };
+
+/** One row of the submissions list: what its JSON needs and nothing more (no XML, no values). */
+const listColumns = {
+  id: submissions.id,
+  instanceId: submissions.instanceId,
+  submitterId: submissions.submitterId,
+  deviceId: submissions.deviceId,
+  createdAt: submissions.createdAt,
+  updatedAt: submissions.updatedAt,
+  reviewState: submissions.reviewState,
+  userAgent: submissions.userAgent,
+  deletedAt: submissions.deletedAt,
+  defSubmitterId: submissionDefs.submitterId,
+  defCreatedAt: submissionDefs.createdAt,
+  instanceName: submissionDefs.instanceName,
+  defInstanceId: submissionDefs.instanceId,
+  current: submissionDefs.current,
+  defDeviceId: submissionDefs.deviceId,
+  defUserAgent: submissionDefs.userAgent,
+};
+const subActor = alias(actors, 'sub_actor');
+const defActor = alias(actors, 'def_actor');
+const subActorColumns = { id: subActor.id, type: subActor.type, displayName: subActor.displayName, createdAt: subActor.createdAt, updatedAt: subActor.updatedAt, deletedAt: subActor.deletedAt };
+const defActorColumns = { id: defActor.id, type: defActor.type, displayName: defActor.displayName, createdAt: defActor.createdAt, updatedAt: defActor.updatedAt, deletedAt: defActor.deletedAt };
+interface ListRow {
+  id: number; instanceId: string; submitterId: number | null; deviceId: string | null; createdAt: Date; updatedAt: Date | null;
+  reviewState: SubmissionRow['reviewState']; userAgent: string | null; deletedAt: Date | null; defSubmitterId: number | null;
+  defCreatedAt: Date; instanceName: string | null; defInstanceId: string; current: boolean; defDeviceId: string | null; defUserAgent: string | null;
+}
+type ActorPick = Pick<ActorRow, 'id' | 'type' | 'displayName' | 'createdAt' | 'updatedAt' | 'deletedAt'>;
+
+/** A list row as Submission JSON: the same keys, in the same order, as submissionJson. */
+function listJson(r: ListRow, sub?: ActorPick | null, def?: ActorPick | null) {
+  const version = {
+    submitterId: r.defSubmitterId,
+    createdAt: r.defCreatedAt.toISOString(),
+    instanceName: r.instanceName,
+    instanceId: r.defInstanceId,
+    current: r.current,
+    deviceId: r.defDeviceId,
+    userAgent: r.defUserAgent,
+    ...(def !== undefined ? { submitter: def && def.id != null ? actorJson(def) : null } : {}),
+  };
+  return {
+    instanceId: r.instanceId,
+    submitterId: r.submitterId,
+    deviceId: r.deviceId,
+    createdAt: r.createdAt.toISOString(),
+    updatedAt: iso(r.updatedAt),
+    reviewState: r.reviewState,
+    userAgent: r.userAgent,
+    deletedAt: iso(r.deletedAt),
+    ...(sub !== undefined ? { submitter: sub && sub.id != null ? actorJson(sub) : null } : {}),
+    currentVersion: version,
+  };
+}
+
 /**
- * Submissions of a form, newest first (GET F/submissions and F/draft/submissions); extended adds
- * the submitter (Actor) at both levels. Deleted submissions are left out.
- * @throws 404.1 unknown form; 401.2/403.1 without submission.list.
+ * Submissions of a form, newest first (GET F/submissions and F/draft/submissions), as batches of
+ * Submission JSON read by keyset on (createdAt, id) — the index submissions_form_created — so the
+ * list streams (lib/http/json-stream.ts) with memory bounded by a batch. Extended adds the
+ * submitter (Actor) at both levels, joined in the same query. Deleted submissions are left out.
+ * Rights and the form are checked before this returns, so they fail before the first byte.
+ * @param batch rows per query (1,000).
+ * @returns an async generator of batches (arrays of Submission JSON).
+ * @throws 404.1 unknown form; 401.2/403.1 without submission.list. Reads only.
  */
-export async function listSubmissions(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, extended: boolean) {
+export async function listSubmissions(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, extended: boolean, batch = 1000) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canOnFormOrReject(ctx, 'submission.list', f);
-  const rows = await ctx.db
-    .select({ sub: submissions, def: submissionDefs })
+  const base = and(eq(submissions.formId, f.form.id), eq(submissions.draft, draft), isNull(submissions.deletedAt));
+  const after = (k: SubmissionKey | null) => (k ? and(base, sql`(${submissions.createdAt}, ${submissions.id}) < (${k.createdAt.toISOString()}::timestamptz, ${k.id})`) : base);
+  const key = (r: { createdAt: Date; id: number }): SubmissionKey => ({ createdAt: r.createdAt, id: r.id });
+  if (!extended) {
+    const pages = keysetBatches((k: SubmissionKey | null, limit) => ctx.db.select(listColumns).from(submissions)
+      .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
+      .where(after(k)).orderBy(desc(submissions.createdAt), desc(submissions.id)).limit(limit), key, batch);
+    return mapBatches(pages, (r) => listJson(r));
+  }
+  const pages = keysetBatches((k: SubmissionKey | null, limit) => ctx.db.select({ ...listColumns, sub: subActorColumns, def: defActorColumns })
     .from(submissions)
     .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
-    .where(and(eq(submissions.formId, f.form.id), eq(submissions.draft, draft), isNull(submissions.deletedAt)))
-    .orderBy(desc(submissions.createdAt), desc(submissions.id));
-  if (!extended) return rows.map((r) => submissionJson(r.sub, r.def));
-  const people = await actorsById(ctx, rows.flatMap((r) => [r.sub.submitterId, r.def.submitterId]));
-  const who = (id: number | null) => (id == null ? null : people.get(id) ?? null);
-  return rows.map((r) => submissionJson(r.sub, r.def, who(r.sub.submitterId), who(r.def.submitterId)));
+    .leftJoin(subActor, eq(subActor.id, submissions.submitterId))
+    .leftJoin(defActor, eq(defActor.id, submissionDefs.submitterId))
+    .where(after(k)).orderBy(desc(submissions.createdAt), desc(submissions.id)).limit(limit), key, batch);
+  return mapBatches(pages, (r) => listJson(r, r.sub, r.def));
+}
+
+/** Maps each row of each batch. */
+async function* mapBatches<R, T>(batches: AsyncGenerator<R[]>, fn: (r: R) => T): AsyncGenerator<T[]> {
+  try {
+    for await (const b of batches) yield b.map(fn);
+  } finally {
+    await batches.return(undefined);
+  }
 }
 
 /** A live submission by its logical instanceId, with its current version. @throws 404.1. */

@@ -1,0 +1,101 @@
+/**
+ * Streaming JSON lists (issue 21): an unpaged list (GET F/submissions, audits, comments, App Users…)
+ * is written as its rows are read, in keyset batches, so memory is bounded by a batch or two, the
+ * first byte leaves once the first batch is read, and a client that goes away stops the reads.
+ * Batches, not a server-side cursor: each batch is one ordinary query (no connection held between
+ * them, no transaction), which works the same on postgres.js and PGlite.
+ *
+ * The body is the same JSON array as `c.json(array)` would send (same element order and keys), as
+ * `application/json; charset=utf-8`. The first batch is read before the Response exists, so a
+ * failure there (rights, a bad parameter PostgreSQL refuses, a lost connection) is still Central's
+ * problem JSON; a failure after the first byte can only break the connection off.
+ */
+
+const encoder = new TextEncoder();
+
+/**
+ * Reads rows in keyset batches: `read(after, limit)` returns the next at most `limit` rows after
+ * the position `after` (null: from the start), in the list's order; `key(row)` is a row's
+ * position. The next batch is asked for while the current one is written (one read ahead).
+ * @returns batches of rows, none empty; ends after a short batch. Reads only.
+ */
+export async function* keysetBatches<R, K>(
+  read: (after: K | null, limit: number) => Promise<R[]>,
+  key: (row: R) => K,
+  size = 1000,
+): AsyncGenerator<R[]> {
+  let next: Promise<R[]> | null = read(null, size);
+  try {
+    while (next) {
+      const rows: R[] = await next;
+      next = rows.length < size ? null : read(key(rows[rows.length - 1]!), size);
+      // A read ahead that fails after the consumer stopped must not become an unhandled rejection.
+      next?.catch(() => {});
+      if (rows.length > 0) yield rows;
+    }
+  } finally {
+    next = null;
+  }
+}
+
+/** An array already in memory, as batches (small lists that keep their own queries). */
+export async function* arrayBatches<R>(rows: R[], size = 1000): AsyncGenerator<R[]> {
+  for (let i = 0; i < rows.length; i += size) yield rows.slice(i, i + size);
+}
+
+/**
+ * A JSON array as a byte stream: `[`, each batch's elements (as `render` maps them) separated by
+ * commas, `]`; one chunk per batch, pulled as the client reads. The first batch has been read by
+ * the time this resolves. @throws what reading or rendering the first batch threw.
+ */
+export async function jsonArrayStream<R>(
+  batches: AsyncGenerator<R[]>,
+  render: (batch: R[]) => unknown[] | Promise<unknown[]>,
+): Promise<ReadableStream<Uint8Array>> {
+  const text = async (batch: R[], first: boolean) => {
+    const items = await render(batch);
+    let out = '';
+    for (let i = 0; i < items.length; i += 1) out += (first && i === 0 ? '' : ',') + JSON.stringify(items[i]);
+    return out;
+  };
+  const head = await batches.next();
+  let firstChunk: string | null = '[' + (head.done ? '' : await text(head.value, true));
+  const empty = head.done === true;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (firstChunk !== null) {
+        const chunk = firstChunk;
+        firstChunk = null;
+        if (empty) {
+          controller.enqueue(encoder.encode(chunk + ']'));
+          controller.close();
+          return;
+        }
+        controller.enqueue(encoder.encode(chunk));
+        return;
+      }
+      const next = await batches.next();
+      if (next.done) {
+        controller.enqueue(encoder.encode(']'));
+        controller.close();
+        return;
+      }
+      controller.enqueue(encoder.encode(await text(next.value, false)));
+    },
+    async cancel() {
+      await batches.return(undefined);
+    },
+  });
+}
+
+/**
+ * A streamed JSON array response (200, `application/json; charset=utf-8`), see jsonArrayStream.
+ * @throws what reading or rendering the first batch threw (rendered by the app as a Problem).
+ */
+export async function jsonArrayResponse<R>(
+  batches: AsyncGenerator<R[]>,
+  render: (batch: R[]) => unknown[] | Promise<unknown[]> = (b) => b,
+): Promise<Response> {
+  const body = await jsonArrayStream(batches, render);
+  return new Response(body, { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8' } });
+}
