@@ -68,6 +68,9 @@ const EXPLAIN = process.env.BENCH_EXPLAIN === '1';
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const TARGET_MS = 250;
 const PAGE = 1000;
+const REPEAT_N = Number(process.env.BENCH_REPEAT_N ?? N);
+const REUSE = process.env.BENCH_REUSE === '1';
+const PROGRESS = process.env.BENCH_PROGRESS === '1';
 
 const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '4' }, { localServer: true });
 const database = await openDatabase(config, { pgliteDir: 'memory://' });
@@ -90,10 +93,19 @@ const repeatTemplate = (children: number) =>
   '<child><name>{{word}}</name><age>{{smallInt}}</age></child>'.repeat(children) + '</children></data>';
 
 const { call, auth } = await benchAdmin(ctx, app, 'odata');
-const project = await createProject(ctx, { name: `odata bench ${Date.now()}` });
+/** Rows of a raw statement (postgres.js answers an array, PGlite `{ rows }`). */
+const rowsOf = async <T>(query: SQL): Promise<T[]> => {
+  const result = (await db.execute(query)) as unknown;
+  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
+};
+// BENCH_REUSE=1: a project seeded by an earlier run at the same N (kept in the database) is used as it is.
+const projectName = `odata bench N=${N} repeat N=${REPEAT_N}`;
+const [kept] = REUSE ? await rowsOf<{ id: number }>(sql`select id from projects where name = ${projectName} and deleted_at is null order by id desc limit 1`) : [];
+const project = kept ?? await createProject(ctx, { name: projectName });
 const P = `/v1/projects/${project.id}`;
-for (const xml of [soak.formXml, repeatXml]) await call('POST', `${P}/forms?publish=true`, xml, { 'Content-Type': 'application/xml' });
-const appUser = (await (await call('POST', `${P}/app-users`, JSON.stringify({ displayName: 'Bench device' }), {
+if (!kept) for (const xml of [soak.formXml, repeatXml]) await call('POST', `${P}/forms?publish=true`, xml, { 'Content-Type': 'application/xml' });
+const [keptAppUser] = kept ? await rowsOf<{ id: number }>(sql`select actor_id as id from field_keys where project_id = ${project.id} limit 1`) : [];
+const appUser = keptAppUser ?? (await (await call('POST', `${P}/app-users`, JSON.stringify({ displayName: 'Bench device' }), {
   'Content-Type': 'application/json',
 })).json()) as { id: number };
 
@@ -113,24 +125,27 @@ if (soakTarget.fields.some((x) => x.type === 'repeat')) throw new Error('the soa
 // ---------------------------------------------------------------------------------------------
 // Seed
 
-/** Rows of a raw statement (postgres.js answers an array, PGlite `{ rows }`). */
-const rowsOf = async <T>(query: SQL): Promise<T[]> => {
-  const result = (await db.execute(query)) as unknown;
-  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
-};
-
 console.log(`database: ${database.kind}${database.kind === 'pglite' ? ' (in memory; the target is for PostgreSQL: set DATABASE_URL)' : ''}; ` +
   `feeds over http://127.0.0.1 (client in a worker thread), ${ITER} timed requests per case after ${WARMUP} untimed`);
-const epochMs = Date.now() - 86_400_000;
+const epochMs = Date.now() - 86_400_000 * 30;
+const have = async (formId: number) => (await rowsOf<{ n: number }>(sql`select count(*)::int as n from submissions where form_id = ${formId}`))[0]!.n;
+const soakHave = await have(soakTarget.formId);
 const soakGen = templateGenerator(soak.template, soakTarget.fields);
-const soakSeconds = await seedSubmissions(database, soakTarget, { from: 0, to: N, generate: () => soakGen(), epochMs });
-console.log(`seeded ${N} ${SOAK_FORM_ID} submissions (${soakTarget.fields.length} fields) in ${soakSeconds.toFixed(1)} s`);
+// Seeding resumes where a kept project stopped (row i is created at epoch + i × 10 ms).
+const soakSeconds = soakHave >= N ? 0 : await seedSubmissions(database, soakTarget, { from: soakHave, to: N, generate: () => soakGen(), epochMs, progress: PROGRESS });
+console.log(soakHave >= N ? `reusing ${soakHave} ${SOAK_FORM_ID} submissions (project ${project.id})` : `seeded ${N - soakHave} ${SOAK_FORM_ID} submissions (${soakTarget.fields.length} fields) in ${soakSeconds.toFixed(1)} s`);
+const repeatHave = await have(repeatTarget.formId);
 const repeatGens = [templateGenerator(repeatTemplate(2), repeatTarget.fields, defaultFills), templateGenerator(repeatTemplate(3), repeatTarget.fields, defaultFills)];
-const repeatSeconds = await seedSubmissions(database, repeatTarget, { from: 0, to: N, generate: (i) => repeatGens[i % 2]!(), epochMs });
-console.log(`seeded ${N} ${REPEAT_FORM_ID} submissions (2 or 3 children/child each, ${Math.floor(N / 2) * 2 + Math.ceil(N / 2) * 3} repeat rows) in ${repeatSeconds.toFixed(1)} s`);
+const repeatSeconds = repeatHave >= REPEAT_N ? 0 : await seedSubmissions(database, repeatTarget, { from: repeatHave, to: REPEAT_N, generate: (i) => repeatGens[i % 2]!(), epochMs, progress: PROGRESS });
+console.log(repeatHave >= REPEAT_N ? `reusing ${repeatHave} ${REPEAT_FORM_ID} submissions`
+  : `seeded ${REPEAT_N - repeatHave} ${REPEAT_FORM_ID} submissions (2 or 3 children/child each) in ${repeatSeconds.toFixed(1)} s`);
 if (database.kind === 'postgres') {
   const [size] = await rowsOf<{ defs: string; subs: string }>(sql`select pg_size_pretty(pg_total_relation_size('submission_defs')) as defs, pg_size_pretty(pg_total_relation_size('submissions')) as subs`);
   console.log(`table sizes: submission_defs ${size!.defs}, submissions ${size!.subs}`);
+}
+if (process.env.BENCH_SEED_ONLY === '1') {
+  await database.close();
+  process.exit(0);
 }
 
 // The row at 90 % of the soak feed (newest first): its instanceId for the deep skiptoken, its q1 for the selective filter.

@@ -118,6 +118,8 @@ export interface SeedOptions {
   batch?: number;
   /** Statements in flight (PostgreSQL; PGlite always 1). */
   concurrency?: number;
+  /** Print rows seeded and rows/s every 50,000 rows (long seeds). */
+  progress?: boolean;
 }
 
 const DEVICE_ID = 'collect:bench0123456789';
@@ -174,6 +176,9 @@ export async function seedSubmissions(database: NodeDatabase, target: SeedTarget
         const e = err as { cause?: Error; message?: string };
         throw new Error(`seeding rows ${from}..${to - 1} failed: ${e.cause?.message ?? String(e.message ?? err).slice(0, 500)}`);
       });
+      if (opts.progress && Math.floor(to / 50_000) > Math.floor(from / 50_000)) {
+        console.log(`  seeded to row ${to} (${((to - opts.from) / ((performance.now() - t0) / 1000)).toFixed(0)} rows/s)`);
+      }
     }
   }));
   if (database.kind === 'postgres') await database.db.execute(sql`vacuum analyze submissions, submission_defs`);
