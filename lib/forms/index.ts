@@ -70,6 +70,21 @@ export function publicFormIds(): { enketoId: string; enketoOnceId: string } {
   return { enketoId: randomAlphanumeric(16), enketoOnceId: randomAlphanumeric(64) };
 }
 
+/**
+ * Whether a version string was already published for this xmlFormId in the project, by this form
+ * or one in the Trash (Central's check_form_version trigger: a published (xmlFormId, version) is
+ * never reused in a project until the old form is purged). Reads only.
+ */
+async function versionPublishedBefore(ctx: Ctx, projectId: number, xmlFormId: string, version: string): Promise<boolean> {
+  const [row] = await ctx.db
+    .select({ id: formDefs.id })
+    .from(formDefs)
+    .innerJoin(forms, eq(forms.id, formDefs.formId))
+    .where(and(eq(forms.projectId, projectId), eq(forms.xmlFormId, xmlFormId), eq(formDefs.version, version), isNotNull(formDefs.publishedAt)))
+    .limit(1);
+  return row != null;
+}
+
 /** Days a form stays restorable in the Trash (spec, Form lifecycle). */
 export const TRASH_DAYS = 30;
 
@@ -109,13 +124,14 @@ export async function listForms(ctx: Ctx, projectId: number, opts: { deleted: bo
  * @throws 404.1 project; 403.1 without form.create; 400.1/400.2 unparseable or no id; 400.6 a
  *   malformed X-XlsForm-FormId-Fallback; 400.8 an id ending in .xls/.xlsx/.xml; 400.15 the
  *   spreadsheet does not convert; 400.27 no meta group; 400.16 warnings; 409.3 a live form has
- *   the xmlFormId.
+ *   the xmlFormId; 409.6 publishing a version a form in the Trash already published.
  */
 export async function createForm(ctx: Ctx, projectId: number, input: UploadInput & { publish: boolean }): Promise<FormJson> {
   const project = await getProjectOrNotFound(ctx, projectId);
   await canOrReject(ctx, 'form.create', projectActee(project));
   const upload = readUpload(input.body, input.contentType, input.formIdFallback ?? null, await loadXlsForm());
-  if (!upload.parsed.hasMeta) throw problems.form.missingMeta();
+  // As Central: some field named meta must be a group (a childless <meta/> is not).
+  if (!upload.parsed.fields.some((f) => f.name === 'meta' && f.type === 'structure')) throw problems.form.missingMeta();
   const { xmlFormId } = upload.parsed;
   return withTx(ctx, async (tx) => {
     const existing = await tx.db.select().from(forms).where(and(eq(forms.projectId, project.id), eq(forms.xmlFormId, xmlFormId)));
@@ -125,6 +141,9 @@ export async function createForm(ctx: Ctx, projectId: number, input: UploadInput
     if (!input.ignoreWarnings) {
       rejectIfWarnings(upload.xlsFormWarnings, [
         ...(existing.length > 0 ? [{ type: 'deletedFormExists', details: { xmlFormId } }] : []), ...upload.entityWarnings]);
+    }
+    if (input.publish && existing.length > 0 && await versionPublishedBefore(tx, project.id, xmlFormId, upload.parsed.version)) {
+      throw problems.form.versionUniquenessViolation({ xmlFormId, version: upload.parsed.version });
     }
     const acteeId = crypto.randomUUID();
     await tx.db.insert(actees).values({ id: acteeId, species: species.form, parent: project.acteeId });
@@ -391,8 +410,7 @@ export async function publishDraft(
         .where(eq(formDefs.id, draft.id))
         .returning() as [typeof draft];
     }
-    const clash = (await publishedDefs(tx, form.id)).find((d) => d.version === def.version);
-    if (clash) throw problems.form.versionUniquenessViolation({ xmlFormId: form.xmlFormId, version: def.version });
+    if (await versionPublishedBefore(tx, form.projectId, form.xmlFormId, def.version)) throw problems.form.versionUniquenessViolation({ xmlFormId: form.xmlFormId, version: def.version });
     // The form's Enketo ids, when it lacks them: from Enketo (a background retry when it fails),
     // else drawn here for Web Forms.
     let ids: { enketoId: string; enketoOnceId: string } | null = null;

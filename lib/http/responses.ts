@@ -56,7 +56,8 @@ export async function blobResponse(
   return new Response(stream, {
     status: 200,
     headers: {
-      'Content-Type': file.contentType,
+      // As Central (Express adds the charset of text types): text/csv → text/csv; charset=utf-8.
+      'Content-Type': /^text\//i.test(file.contentType) && !/;\s*charset=/i.test(file.contentType) ? `${file.contentType}; charset=utf-8` : file.contentType,
       'Content-Disposition': contentDispositionValue,
       ETag: etag,
       ...cache,

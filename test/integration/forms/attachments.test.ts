@@ -108,7 +108,7 @@ describe('draft attachments', () => {
     expect(a.headers.get('content-type')).toBe('audio/mpeg');
     expect(new Uint8Array(await a.arrayBuffer())).toEqual(mp3());
     const b = await h.get(draftAtt(h, W, 'goodone.csv'), { as: 'alice' });
-    expect(b.headers.get('content-type')).toBe('text/csv');
+    expect(b.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     await b.arrayBuffer();
 
     const odd = formXml(W).replace('<data id="withAttachments">', '<data id="oddExt">').replace('jr://file/goodone.csv', 'jr://file/goodone.xyz');
@@ -136,8 +136,8 @@ describe('draft attachments', () => {
     const atts = await h.db.select().from(formAttachments).where(eq(formAttachments.name, 'goodone.csv'));
     expect(new Set(atts.map((a) => a.blobId))).toEqual(new Set([rows[0]!.id]));
     // each keeps the type it was uploaded with
-    expect((await h.get(draftAtt(h, 'withAttachmentsToo', 'goodone.csv'), { as: 'alice' })).headers.get('content-type')).toBe('text/plain');
-    expect((await h.get(draftAtt(h, W, 'goodone.csv'), { as: 'alice' })).headers.get('content-type')).toBe('text/csv');
+    expect((await h.get(draftAtt(h, 'withAttachmentsToo', 'goodone.csv'), { as: 'alice' })).headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect((await h.get(draftAtt(h, W, 'goodone.csv'), { as: 'alice' })).headers.get('content-type')).toBe('text/csv; charset=utf-8');
   });
 
   test('DELETE clears the file: exists false; download 404.1; audit form.attachment.update', async () => {
@@ -244,7 +244,7 @@ describe('published attachments', () => {
     expect(list[0]).toMatchObject({ name: 'goodone.csv', exists: true, blobExists: true, hash: md5(csv()), size: 55 });
     expect(list[1]).toEqual(empty('goodtwo.mp3', 'audio'));
     const carried = await h.get(draftAtt(h, W, 'goodone.csv'), { as: 'alice' });
-    expect(carried.headers.get('content-type')).toBe('text/csv');
+    expect(carried.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     await carried.arrayBuffer();
 
     // replacing the draft's file does not touch the published version

@@ -121,7 +121,7 @@ describe('POST P/forms with a spreadsheet', () => {
     expect(again.status).toBe(304);
     expect(again.headers.get('etag')).toBe(`"${md5(bytes)}"`);
     expect((await h.get(`${F(h, 'wiring')}.xlsx`, { as: 'alice', headers: { 'If-None-Match': '"other"' } })).status).toBe(200);
-    expect(await h.auditActions()).toEqual(['form.create']);
+    expect(await h.auditActions()).toEqual(['form.create', 'form.update.publish']);
   });
 
   test('a Content-Type with parameters still counts as a spreadsheet; the type is stored without them', async () => {
@@ -311,7 +311,7 @@ describe('itemsets.csv', () => {
     }]);
     const res = await h.get(`${F(h, id)}/attachments/itemsets.csv`, { as: 'alice' });
     expect(res.status).toBe(200);
-    expect(res.headers.get('content-type')).toBe('text/csv');
+    expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     expect(await res.text()).toBe(itemsets);
   });
 
