@@ -31,7 +31,8 @@ async function main() {
   const admin = await ensureFirstAdmin(systemCtx(deps));
   const app = withDeps(localApp(), () => ({ deps }));
   const fetch = withUi((request) => app.fetch(request), config.UI_DIR);
-  const server = serve({ fetch, port: config.PORT, hostname: config.HOST }, (info) => {
+  // 1 MiB of request head, not Node's 16 KiB: a device's D/integrity?id=… names every entity it holds (10,000 uuids ≈ 370 kB).
+  const server = serve({ fetch, port: config.PORT, hostname: config.HOST, serverOptions: { maxHeaderSize: 1 << 20 } }, (info) => {
     const where = config.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : `embedded PGlite in ${config.DATA_DIR}/db`;
     console.log(`Fieldbase listening on http://${config.HOST}:${info.port} — database: ${where}; blobs: ${deps.blobs.kind}`);
     if (config.UI_DIR) console.log(`Serving the web UI from ${config.UI_DIR} at http://${config.HOST}:${info.port}/`);
