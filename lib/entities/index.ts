@@ -137,9 +137,11 @@ export async function insertEntities(
 
 /**
  * Inserts entities with their first versions from one bulk source in one statement per 20,000
- * (the rows travel as one JSON parameter, unpacked by jsonb_to_recordset), in input order (ids
- * ascending, one createdAt). For POST D/entities with `entities: [...]`, where nothing needs the
- * rows back; `insertEntities` for a few that do.
+ * (the rows travel as one JSON parameter, unpacked by jsonb_to_recordset; each entity's id is
+ * drawn from its sequence up front, so the version rows need no join back), in input order (ids
+ * ascending, one createdAt). `dataReceived` is stored as the API create makes it: data and label.
+ * For POST D/entities with `entities: [...]`, where nothing needs the rows back; `insertEntities`
+ * for a few that do.
  * @returns how many were inserted. Effects: entities, entity_defs rows. @throws the database's
  *   unique violation when a uuid is taken (callers check first: checkUuidsFree).
  */
@@ -148,16 +150,17 @@ export async function insertEntitiesBulk(
 ): Promise<number> {
   const now = new Date().toISOString();
   for (let i = 0; i < inputs.length; i += 20_000) {
-    const batch = inputs.slice(i, i + 20_000).map((e, k) => ({ i: k, uuid: e.uuid, label: e.label ?? '', data: e.data, received: e.dataReceived }));
+    const batch = inputs.slice(i, i + 20_000).map((e) => ({ uuid: e.uuid, label: e.label ?? '', data: e.data }));
     await tx.db.execute(sql`with input as (
-        select * from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as x(i int, uuid text, label text, data jsonb, received jsonb)),
+        select x.uuid, x.label, x.data, nextval(pg_get_serial_sequence('entities', 'id')) as id
+        -- A function scan yields the array in order, and the ids are drawn in that order.
+        from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as x(uuid text, label text, data jsonb)),
       ins as (
-        insert into entities (uuid, dataset_id, creator_id, created_at)
-        select uuid, ${datasetId}::int, ${who.creatorId}::int, ${now}::timestamptz from input order by i
-        returning id, uuid)
+        insert into entities (id, uuid, dataset_id, creator_id, created_at) overriding system value
+        select id, uuid, ${datasetId}::int, ${who.creatorId}::int, ${now}::timestamptz from input)
       insert into entity_defs (entity_id, source_id, current, version, label, data, data_received, creator_id, user_agent, created_at)
-      select ins.id, ${sourceId}::int, true, 1, input.label, input.data, input.received, ${who.creatorId}::int, ${who.userAgent}::text, ${now}::timestamptz
-      from ins join input on input.uuid = ins.uuid order by ins.id`);
+      select id, ${sourceId}::int, true, 1, label, data, data || jsonb_build_object('label', label), ${who.creatorId}::int, ${who.userAgent}::text, ${now}::timestamptz
+      from input`);
   }
   return inputs.length;
 }
