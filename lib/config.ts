@@ -115,6 +115,11 @@ export const ConfigSchema = z.object({
   RESPONSE_MAX_BYTES: opt(z.coerce.number().int().positive()),
   /** Seconds a presigned download URL stays valid. */
   PRESIGN_TTL_SECONDS: z.preprocess(blankToUndefined, z.coerce.number().int().min(1).max(43_200).default(300)),
+  /**
+   * OData `$filter` on a form field builds an index on that field (lib/odata/field-indexes.ts) once
+   * the filtered form has at least this many submissions; 0: at the first filter; -1: never.
+   */
+  ODATA_FIELD_INDEX_MIN_ROWS: z.preprocess(blankToUndefined, z.coerce.number().int().min(-1).default(10_000)),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
