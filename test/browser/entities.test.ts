@@ -203,6 +203,69 @@ describe('Entity Lists', () => {
     await ui.clean();
   });
 
+  test('a new property, an entity created in the UI, deleted from the table and restored', async () => {
+    const { dataset, page } = await householdProject('Create delete restore', { approvalRequired: false });
+    const ui = s.admin;
+
+    // A property added on the properties page.
+    await ui.goto(`${page}/entity-lists/households/properties`);
+    await ui.page.locator('#dataset-property-new-button').click();
+    const propModal = ui.page.locator('#dataset-property-new');
+    await propModal.locator('input').fill('village');
+    const propPosted = ui.waitForApi('POST', /\/datasets\/households\/properties$/);
+    await propModal.locator('button[type=submit]').click();
+    expect((await propPosted).status()).toBe(200);
+    const ds = await s.api.get<{ properties: Array<{ name: string }> }>(dataset);
+    expect(ds.properties.map((p) => p.name)).toEqual(['hh_name', 'members', 'village']);
+    await propModal.waitFor({ state: 'hidden' });
+
+    // An entity created from the entities page (POST D/entities).
+    await ui.goto(`${page}/entity-lists/households/entities`);
+    await ui.page.locator('#dataset-entities-create-button').click();
+    const create = ui.page.locator('#entity-create');
+    await create.waitFor();
+    await create.locator('.entity-update-row').first().locator('textarea').fill('Kamau');
+    await create.locator('.entity-update-row', { hasText: 'hh_name' }).locator('textarea').fill('Kamau');
+    await create.locator('.entity-update-row', { hasText: 'village' }).locator('textarea').fill('Nyeri');
+    const posted = ui.waitForApi('POST', /\/datasets\/households\/entities$/);
+    await create.locator('button[type=submit]').click();
+    expect((await posted).status()).toBe(200);
+    const list = await s.api.get<EntityJson[]>(`${dataset}/entities`);
+    expect(list).toHaveLength(1);
+    const uuid = list[0]!.uuid;
+    const made = await s.api.get<EntityJson>(`${dataset}/entities/${uuid}`);
+    expect(made.currentVersion).toMatchObject({ version: 1, label: 'Kamau', data: { hh_name: 'Kamau', village: 'Nyeri' } });
+    await create.waitFor({ state: 'hidden' });
+
+    // Deleted from the table's row actions.
+    await ui.goto(`${page}/entity-lists/households/entities`);
+    const row = ui.page.locator('#entity-table .entity-metadata-row').first();
+    await row.waitFor();
+    // The actions are in the table's frozen right part: hover the row's data to show them.
+    const actions = ui.page.locator('#entity-table .btn-group').first();
+    await row.hover();
+    await actions.locator('.delete-button').click({ force: true });
+    const deleted = ui.waitForApi('DELETE', new RegExp(`/entities/${uuid}$`));
+    await ui.page.locator('#entity-delete .btn-danger').click();
+    expect((await deleted).status()).toBe(200);
+    expect((await s.api.request('GET', `${dataset}/entities/${uuid}`)).status).toBe(404);
+    await ui.settle();
+
+    // Restored from the deleted view.
+    await ui.page.locator('.toggle-deleted-entities').click();
+    await ui.settle();
+    const deletedRow = ui.page.locator('#entity-table .restore-button').first();
+    await deletedRow.waitFor();
+    // The button sits in the table's horizontally scrolled part; click it as a keyboard user would.
+    await deletedRow.evaluate((b) => (b as HTMLElement).click());
+    const restored = ui.waitForApi('POST', new RegExp(`/entities/${uuid}/restore$`));
+    await ui.page.locator('#entity-restore .btn-danger').click();
+    expect((await restored).status()).toBe(200);
+    expect((await s.api.get<EntityJson>(`${dataset}/entities/${uuid}`)).currentVersion.label).toBe('Kamau');
+    await ui.settle();
+    await ui.clean();
+  });
+
   test('settings: approval off with pending submissions converts them into entities', async () => {
     const { project, phone, dataset, page } = await householdProject('Pending', { approvalRequired: true });
     const uuids = [randomUUID(), randomUUID()];
