@@ -114,6 +114,10 @@ if (config.DATABASE_URL) await database.db.execute(sql.raw('vacuum analyze'));
 
 // ─── entity CSV ─────────────────────────────────────────────────────────────────────────────
 if (only('csv')) {
+  // Memory: the process's RSS (server and client) sampled every 20 ms; flat means the peak does not grow with N.
+  const rssBefore = process.memoryUsage().rss;
+  let rssPeak = rssBefore;
+  const sampler = setInterval(() => { rssPeak = Math.max(rssPeak, process.memoryUsage().rss); }, 20);
   const start = performance.now();
   const res = await fetch(`${base}${D}/entities.csv`, { headers: auth });
   if (res.status !== 200) throw new Error(`csv: ${res.status}`);
@@ -125,8 +129,10 @@ if (only('csv')) {
     for (const b of value) if (b === 10) lines += 1;
   }
   const s = (performance.now() - start) / 1000;
+  clearInterval(sampler);
   if (lines !== N + 1) throw new Error(`csv: ${lines} lines, expected ${N + 1}`);
-  report('entity CSV', `${Math.round(N / s).toLocaleString('en')} rows/s (${s.toFixed(2)} s)`, N / s / 100_000);
+  report('entity CSV', `${Math.round(N / s).toLocaleString('en')} rows/s (${s.toFixed(2)} s)`, N / s / 100_000,
+    `RSS ${Math.round(rssBefore / 2 ** 20)} MB before, peak +${Math.round((rssPeak - rssBefore) / 2 ** 20)} MB`);
 }
 
 // ─── OData ──────────────────────────────────────────────────────────────────────────────────

@@ -125,7 +125,8 @@ function entityCsvPages(ctx: Ctx, header: string[], datasetId: number, line: SQL
       }
       lastId = Number(r.last_id);
     },
-  });
+    // One page read ahead while the previous one is written out (memory: two pages).
+  }, { highWaterMark: 2 });
 }
 
 /**
