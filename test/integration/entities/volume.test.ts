@@ -2,7 +2,8 @@
  * The entity paths built for volume (bench/entities.ts), checked for what users rely on: a bulk
  * create of more entities than one CSV page (10,000) answers as before and stores every entity
  * once with its first version; entities.csv then holds each exactly once, newest first, with CSV
- * quoting as csvLine writes it, across the page boundary; an OData property `$filter` with `eq`
+ * quoting as csvLine writes it, across the page boundary; D/integrity answers for 10,000 ids at
+ * once (deleted ones flagged, unknown ones left out); an OData property `$filter` with `eq`
  * gives the same rows as before and, on PostgreSQL (DATABASE_URL), is planned on the
  * entity_defs_current_data GIN index (EXPLAIN).
  */
@@ -76,6 +77,17 @@ describe('entities at volume', () => {
     expect(row7[4]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(row7.slice(7)).toEqual(['0', '', '1']);
     expect(rows.find((r) => r[0] === uuidOf(10_000))!.slice(2, 4)).toEqual(['name0', '10']);
+
+    // A device's integrity check naming 10,000 entities (one unknown): each known one once, the deleted flagged.
+    const gone = [uuidOf(1), uuidOf(5_000), uuidOf(9_999)];
+    expect((await h.post(`${D(h)}/entities/bulk-delete`, { as: 'alice', body: { ids: gone } })).status).toBe(200);
+    const asked = [...Array.from({ length: 9_999 }, (_, i) => uuidOf(i)), '99999999-1234-4123-8234-999999999999'];
+    const integrity = await h.get(`${D(h)}/integrity?id=${asked.join(',')}`, { as: 'alice', headers: { 'X-OpenRosa-Version': '1.0' } });
+    expect(integrity.status).toBe(200);
+    const flags = [...(await integrity.text()).matchAll(/<entity id="([^"]+)">\s*<deleted>(true|false)<\/deleted>/g)].map((m) => [m[1], m[2]]);
+    expect(flags.length).toBe(9_999);
+    expect(new Set(flags.map((f) => f[0])).size).toBe(9_999);
+    expect(flags.filter((f) => f[1] === 'true').map((f) => f[0]).sort()).toEqual([uuidOf(1), uuidOf(5_000)].sort());
   }, 180_000);
 
   test('a property $filter with eq: the same rows, found by the entity_defs_current_data index on PostgreSQL', async () => {
