@@ -185,17 +185,17 @@ export async function entityIntegrity(ctx: Ctx, projectId: number, name: string,
   const actorId = full ? null : ctx.auth.actor!.id;
   const wanted = ids == null ? null : ids.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== '');
   if (wanted?.length === 0) return renderEntityIntegrity([]);
-  const query = ctx.db.select({
-    uuid: entities.uuid,
-    deleted: sql<boolean>`(${entities.deletedAt} is not null or not ${entityVisibleTo(actorId)})`.mapWith(Boolean),
-  }).from(entities).$dynamic();
-  // Only an actor's visibility rules read the current version: without them no join (one index probe per id, not two).
-  const joined = actorId == null ? query : query.innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)));
-  const rows = await joined
-    // The ids travel as one JSON parameter: a device may ask about tens of thousands (bind parameters stop at 65,535).
-    .where(and(eq(entities.datasetId, d.dataset.id), wanted == null ? undefined
-      : wanted.length === 1 ? eq(entities.uuid, wanted[0]!) : sql`${entities.uuid} in (select jsonb_array_elements_text(${JSON.stringify(wanted)}::jsonb))`))
-    .orderBy(entities.createdAt, entities.id);
+  // Raw rows (no ORM mapping: a device may ask about tens of thousands); the ids travel as one JSON
+  // parameter (bind parameters stop at 65,535). Only an actor's visibility rules read the current
+  // version: without them no join, one index probe per id.
+  const res = await ctx.db.execute(sql`select entities.uuid, (entities.deleted_at is not null or not ${entityVisibleTo(actorId)}) as deleted
+    from entities
+    ${actorId == null ? sql`` : sql`join entity_defs on entity_defs.entity_id = entities.id and entity_defs.current`}
+    where entities.dataset_id = ${d.dataset.id}
+      ${wanted == null ? sql`` : wanted.length === 1 ? sql`and entities.uuid = ${wanted[0]!}`
+    : sql`and entities.uuid in (select jsonb_array_elements_text(${JSON.stringify(wanted)}::jsonb))`}
+    order by entities.created_at, entities.id`);
+  const rows = (Array.isArray(res) ? res : (res as unknown as { rows: unknown[] }).rows) as Array<{ uuid: string; deleted: boolean }>;
   return renderEntityIntegrity(rows);
 }
 
