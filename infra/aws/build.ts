@@ -95,6 +95,8 @@ export async function buildLambdaBundles(opts: { outDir: string; names?: string[
       chunkNames: 'chunks/[name]-[hash]',
       platform: 'node',
       target: 'node20',
+      // ES module builds first: named exports through dynamic imports, and better tree shaking.
+      mainFields: ['module', 'main'],
       format: 'esm',
       outExtension: { '.js': '.mjs' },
       minify: opts.minify ?? true,

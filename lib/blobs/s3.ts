@@ -20,8 +20,10 @@ const isMissing = (err: unknown) =>
 
 // The SDK is loaded on first use, not at module init: a Lambda or Worker that serves a request
 // without touching blobs (most of them) does not pay for parsing it at cold start.
-const loadSdk = () => import('@aws-sdk/client-s3');
-type Sdk = Awaited<ReturnType<typeof loadSdk>>;
+type Sdk = typeof import('@aws-sdk/client-s3');
+// A bundler that resolves the SDK's CommonJS build hands its exports over as `default`.
+const namespaceOf = <T extends object>(m: T, probe: string): T => (probe in m ? m : (m as { default: T }).default);
+const loadSdk = async (): Promise<Sdk> => namespaceOf(await import('@aws-sdk/client-s3'), 'S3Client');
 
 /** Part size of temporary uploads (S3's minimum is 5 MiB for all parts but the last). */
 const PART_BYTES = 8 * 1024 * 1024;
@@ -97,7 +99,7 @@ export function createS3BlobStore(opts: S3StoreOptions): BlobStore {
     },
     async presignGet(key: string, p: PresignOptions) {
       const { sdk, client } = await s3();
-      const { getSignedUrl } = await import('@aws-sdk/s3-request-presigner');
+      const { getSignedUrl } = namespaceOf(await import('@aws-sdk/s3-request-presigner'), 'getSignedUrl');
       return getSignedUrl(client, new sdk.GetObjectCommand({
         Bucket, Key: objectKey(key),
         ...(p.contentType ? { ResponseContentType: p.contentType } : {}),
