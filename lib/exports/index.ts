@@ -310,7 +310,7 @@ async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft:
       for (const [path, options] of seen) selectOptions.set(path, [...options].sort());
     }
   }
-  const copy = conditions.length === 3 && !decryptor.active ? { formId: f.form.id, draft, defId: def.id } : null;
+  const copy = conditions.length === 3 && !decryptor.active ? { formId: f.form.id, draft, defId: def.id, binary: def.fields.some((x) => x.binary === true) } : null;
   return { form: f.form, plan: { where, tables: exportTables(f.form.xmlFormId, def.fields, older, query, selectOptions), defId: def.id, rootPaths, fieldsOf, decryptor, copy } };
 }
 

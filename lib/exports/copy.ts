@@ -1,0 +1,176 @@
+/**
+ * The root CSV of an export written by PostgreSQL itself (`COPY (select …) TO STDOUT`): each
+ * line is built in SQL from the stored root_text and the metadata columns, and the bytes go from
+ * the database socket to the response without becoming JavaScript strings. The fast path of
+ * lib/exports/index.ts for the common case: an unfiltered export whose every row is a plain
+ * (not encrypted) version of the exported definition, laid out as its root leaves in order. Any
+ * other export (a `$filter`, decryption, older versions, split columns, PGlite) takes the general
+ * path; both write the same bytes (fact 3, 4 of shared/fixtures/central-outputs/README.md).
+ *
+ * The line is one column of a COPY in CSV format whose quote and delimiter are U+0001 and U+0002:
+ * characters XML 1.0 cannot carry, so no stored text holds them. PostgreSQL quotes a value only
+ * when it holds the quote, the delimiter, CR or LF: here, only lines with a CR or LF inside a
+ * (CSV-quoted) cell, which it wraps in U+0001. Removing every U+0001 byte gives the line back.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import { actors, formDefs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
+import type { Ctx } from '../context';
+import type { Db } from '../db/client';
+import { rawRows } from '../db/raw';
+
+/** A cell as CSV (RFC 4180 as csvLine in ./rows.ts): quoted, quotes doubled, when it holds `,` `"` CR or LF. */
+const cell = (x: SQL): SQL => sql`(case when ${plain(x)} then ${x} else '"' || replace(${x}, '"', '""') || '"' end)`;
+
+/** Whether a text needs no CSV quoting: four substring searches, several times cheaper than a regular expression. */
+const plain = (x: SQL): SQL => sql`(strpos(${x}, ',') = 0 and strpos(${x}, '"') = 0 and strpos(${x}, E'\n') = 0 and strpos(${x}, E'\r') = 0)`;
+
+/** The postgres.js client under a Drizzle handle, when it can COPY to a stream (not PGlite). */
+interface CopyQuery extends Promise<unknown> {
+  readable(): Promise<{ iterator(o: { destroyOnReturn: boolean }): AsyncIterableIterator<Uint8Array>; _read(size?: number): void }>;
+  cancel(): void;
+}
+interface CopyClient {
+  unsafe(query: string): CopyQuery;
+}
+const copyClient = (db: Db): CopyClient | null => {
+  const client = (db as unknown as { $client?: { unsafe?: unknown; options?: unknown } }).$client;
+  return client && typeof client.unsafe === 'function' && client.options != null ? (client as unknown as CopyClient) : null;
+};
+
+/** Bytes per chunk handed on (PostgreSQL sends one message per row). */
+const CHUNK = 64 * 1024;
+
+export interface CopyTarget {
+  formId: number;
+  draft: boolean;
+  /** The exported definition; every row must be a version of it (checked here). */
+  defId: number;
+  /** How many field columns the table has (the definition's root leaves). */
+  columns: number;
+  /** Whether the definition has binary fields (else its versions expect no files). */
+  binary: boolean;
+}
+
+/**
+ * The root table's rows (no header) as CSV bytes, newest first (createdAt, id descending), or
+ * null when this export cannot take the COPY path: not postgres.js, or a row that is encrypted or
+ * of another definition (one indexed read decides). Outside any transaction. The generator stops
+ * the COPY when it is returned early (the client went away).
+ */
+export async function copyRootRows(ctx: Ctx, t: CopyTarget): Promise<AsyncGenerator<Uint8Array> | null> {
+  const client = ctx.tx ? null : copyClient(ctx.db);
+  if (!client) return null;
+  const where = sql`${submissions.formId} = ${t.formId} and ${submissions.draft} = ${t.draft} and ${submissions.deletedAt} is null`;
+  const [other] = await rawRows<{ found: boolean }>(ctx.db, sql`select exists (
+    select 1 from ${submissions} join ${submissionDefs} on ${submissionDefs.id} = ${submissions.currentDefId}
+    where ${where} and (${submissionDefs.formDefId} <> ${t.defId} or ${submissionDefs.encrypted})) as found`);
+  if (other?.found !== false) return null;
+
+  const d = submissionDefs;
+  const s = submissions;
+  // Every value inlined is a number or a boolean (COPY takes no parameters).
+  const fields = t.columns === 0 ? null : sql`case when ${plain(sql`${d.rootText}`)} then replace(${d.rootText}, E'\\x1f', ',')
+    else (select string_agg(case when c ~ '[",\r\n]' then '"' || replace(c, '"', '""') || '"' else c end, ',' order by n)
+      from unnest(string_to_array(${d.rootText}, E'\\x1f')) with ordinality as t(c, n) where n <= ${sql.raw(String(Math.trunc(t.columns)))}) end`;
+  const line = sql.join([
+    sql`to_char(${s.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
+    ...(fields ? [fields] : []),
+    cell(sql`${s.instanceId}`),
+    sql`coalesce(${s.submitterId}::text, '')`,
+    cell(sql`coalesce(${actors.displayName}, '')`),
+    // A definition without binary fields (every row is of it) expects no file: no lookups.
+    ...(t.binary
+      ? [sql`att.received::text`, sql`att.expected::text`]
+      : [sql`'0'`, sql`'0'`]),
+    sql`''`,
+    cell(sql`coalesce(${s.reviewState}, '')`),
+    cell(sql`coalesce(${s.deviceId}, '')`),
+    // Only an edit (ingest.ts addVersion) adds a version, and it sets updated_at: never updated, never edited.
+    sql`case when ${s.updatedAt} is null then '0' else ((select count(*) from ${submissionDefs} d2 where d2.submission_id = ${s.id}) - 1)::text end`,
+    cell(sql`${formDefs.version}`),
+  ], sql`, `);
+  const query = sql`copy (
+    select concat_ws(',', ${line})
+    from ${s} join ${d} on ${d.id} = ${s.currentDefId} join ${formDefs} on ${formDefs.id} = ${d.formDefId}
+    left join ${actors} on ${actors.id} = ${s.submitterId}
+    ${t.binary ? sql`left join lateral (select count(*) as expected, count(a.blob_id) as received from ${submissionAttachments} a
+      where a.submission_def_id = ${d.id}) att on true` : sql``}
+    where ${s.formId} = ${sql.raw(String(Math.trunc(t.formId)))} and ${s.draft} = ${sql.raw(t.draft ? 'true' : 'false')} and ${s.deletedAt} is null
+    order by ${s.createdAt} desc, ${s.id} desc
+  ) to stdout with (format csv, quote e'\\x01', delimiter e'\\x02')`;
+  const text = inlineQuery(ctx.db, query);
+  const copy = client.unsafe(text);
+  copy.catch(() => {}); // a cancelled COPY rejects; its stream carries any error that matters
+  const stream = await copy.readable();
+  // postgres.js pauses the connection's socket when a row does not fit the stream's buffer and
+  // resumes it only when the stream is read again; a pause on the last rows is never undone, and
+  // the pooled connection then hangs. Reading the stream's source once more resumes it.
+  const release = () => stream._read();
+  return (async function* () {
+    let parts: Uint8Array[] = [];
+    let size = 0;
+    const flush = (): Uint8Array => {
+      const out = parts.length === 1 ? parts[0]! : concat(parts, size);
+      parts = [];
+      size = 0;
+      return stripQuotes(out);
+    };
+    let finished = false;
+    try {
+      // Not destroyed when the loop is left early: the rest of the COPY must still be read (below).
+      for await (const chunk of stream.iterator({ destroyOnReturn: false })) {
+        parts.push(chunk);
+        size += chunk.byteLength;
+        if (size >= CHUNK) yield flush();
+      }
+      finished = true;
+      if (size > 0) yield flush();
+    } finally {
+      if (!finished) {
+        // The reader went away: stop the COPY (the server answers the cancel with an error) and
+        // read what is still in flight, so the connection goes back to the pool usable.
+        copy.cancel();
+        try {
+          for await (const _ of stream.iterator({ destroyOnReturn: false })) { /* discarded */ }
+        } catch { /* the cancel's error */ }
+      }
+      release();
+    }
+  })();
+}
+
+/** The SQL text of a query with no parameters (every value above is inlined). @throws if it has any. */
+function inlineQuery(db: Db, query: SQL): string {
+  const dialect = (db as unknown as { dialect: { sqlToQuery(q: SQL): { sql: string; params: unknown[] } } }).dialect;
+  const { sql: text, params } = dialect.sqlToQuery(query);
+  if (params.length > 0) throw new Error('a COPY query cannot take parameters');
+  return text;
+}
+
+function concat(parts: Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/** Removes the U+0001 quote bytes COPY put around lines with a CR or LF inside a cell (see above). */
+function stripQuotes(bytes: Uint8Array): Uint8Array {
+  let at = bytes.indexOf(1);
+  if (at < 0) return bytes;
+  const out = new Uint8Array(bytes.byteLength);
+  let n = 0;
+  let from = 0;
+  while (at >= 0) {
+    out.set(bytes.subarray(from, at), n);
+    n += at - from;
+    from = at + 1;
+    at = bytes.indexOf(1, from);
+  }
+  out.set(bytes.subarray(from), n);
+  n += bytes.byteLength - from;
+  return out.subarray(0, n);
+}
