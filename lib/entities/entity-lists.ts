@@ -193,7 +193,7 @@ export async function entityIntegrity(ctx: Ctx, projectId: number, name: string,
     ${actorId == null ? sql`` : sql`join entity_defs on entity_defs.entity_id = entities.id and entity_defs.current`}
     where entities.dataset_id = ${d.dataset.id}
       ${wanted == null ? sql`` : wanted.length === 1 ? sql`and entities.uuid = ${wanted[0]!}`
-    : sql`and entities.uuid in (select jsonb_array_elements_text(${JSON.stringify(wanted)}::jsonb))`}
+    : sql`and entities.uuid = any(array(select jsonb_array_elements_text(${JSON.stringify(wanted)}::jsonb)))`}
     order by entities.created_at, entities.id`);
   const rows = (Array.isArray(res) ? res : (res as unknown as { rows: unknown[] }).rows) as Array<{ uuid: string; deleted: boolean }>;
   return renderEntityIntegrity(rows);

@@ -96,7 +96,7 @@ async function checkUuidsFree(tx: Ctx, uuids: string[]): Promise<void> {
   if (uuids.length === 0) return;
   // One parameter however many uuids (a bulk body holds tens of thousands; bind parameters stop at 65,535).
   const taken = await tx.db.select({ uuid: entities.uuid, deletedAt: entities.deletedAt }).from(entities)
-    .where(uuids.length === 1 ? eq(entities.uuid, uuids[0]!) : sql`${entities.uuid} in (select jsonb_array_elements_text(${JSON.stringify(uuids)}::jsonb))`);
+    .where(uuids.length === 1 ? eq(entities.uuid, uuids[0]!) : sql`${entities.uuid} = any(array(select jsonb_array_elements_text(${JSON.stringify(uuids)}::jsonb)))`);
   const deleted = taken.filter((t) => t.deletedAt != null).map((t) => t.uuid);
   if (deleted.length > 0) throw entityUniquenessViolationWithDeleted({ entityUuids: deleted });
   if (taken.length > 0) throw problems.user.uniquenessViolation({ fields: ['uuid'], values: [taken[0]!.uuid], table: 'entities' });
