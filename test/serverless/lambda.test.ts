@@ -14,6 +14,13 @@ import { pathToFileURL } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { buildLambdaBundles, type BuiltBundle } from '../../infra/aws/build';
+import { synthesize } from '../../infra/aws/cdk/stack';
+import { lambdaFunctions } from '../../infra/aws/functions';
+import { groupForEvent } from '../../infra/aws/router';
+import { matchHttpApiRoute } from '../../infra/aws/routes';
+import { groupFor, routeTable } from '../../lib/http/route-table';
+import { routingPath } from '../../lib/http/routing';
+import { SCHEDULE } from '../../lib/jobs/scheduled';
 import { localApp } from '../../infra/local/app';
 import type { GroupName } from '../../lib/http/route-table';
 import { systemCtx } from '../../lib/context';
@@ -276,5 +283,98 @@ describe('Lambda bundles', () => {
     const entries = unzipSync(zip);
     expect(Object.keys(entries).filter((k) => k.startsWith('media/')).sort()).toEqual(Object.keys(media).sort());
     for (const [name, sum] of Object.entries(media)) expect(md5(entries[name]!)).toBe(sum);
+  }, 120_000);
+});
+
+/** Paths of every route table entry (checked below: each entry is hit), and some no group owns. */
+const SAMPLE_PATHS = [
+  '/v1/projects/1/assignments', '/v1/projects/1/assignments/manager/5', '/v1/projects/1/forms/f/assignments',
+  '/v1/projects/1/forms/f/assignments/app-user/3', '/v1/roles', '/v1/roles/admin', '/v1/assignments', '/v1/assignments/admin/1',
+  '/v1/projects/1/app-users', '/v1/projects/1/app-users/4', '/v1/projects/1/actor-properties', '/v1/projects/1/actor-properties/x',
+  '/v1/users', '/v1/users/current', '/v1/users/3/password', '/v1/sessions', '/v1/sessions/restore', '/v1/sessions/tok',
+  '/v1/user-preferences/site/x', '/v1/config', '/v1/config/public/logo', '/v1/audits', '/v1/audits/x',
+  '/v1/projects/1/forms/f.svc', '/v1/projects/1/forms/f.svc/Submissions', '/v1/projects/1/forms/f/draft.svc/$metadata',
+  '/v1/projects/1/forms/f/submissions.csv', '/v1/projects/1/forms/f/submissions.csv.zip', '/v1/projects/1/forms/f/draft/submissions.csv.zip',
+  '/v1/projects/1/forms/f/submissions.geojson', '/v1/projects/1/forms/f/submissions/uuid:1.geojson', '/v1/projects/1/forms/f/submissions/s/versions/v.geojson',
+  '/v1/projects/1/submission', '/v1/projects/1/forms/f/draft/submission', '/v1/test/tok/projects/1/forms/f/draft/submission',
+  '/v1/test/tok/projects/1/forms/f/draft/submissions', '/v1/projects/1/forms/f/submissions', '/v1/projects/1/forms/f/submissions/uuid:1/attachments/a.jpg',
+  '/v1/projects/1/forms/f/draft/submissions/keys', '/v1/projects/1/formList', '/v1/form-links/abc/form', '/v1/projects/1/forms',
+  '/v1/projects/1/forms/f', '/v1/projects/1/forms/f.xml', '/v1/projects/1/forms/f/draft/publish', '/v1/test/tok/projects/1/forms/f/draft/formList',
+  '/v1/test/tok/projects/1/forms/f/draft/manifest', '/v1/projects/1/datasets', '/v1/projects/1/datasets/people/entities/1',
+  '/v1/projects/1/datasets/people.svc/Entities', '/v1/projects/1/trash/datasets/3/entities.csv', '/v1/projects', '/v1/projects/',
+  '/v1/projects/1', '/v1/projects/1/key', '/v1/nowhere', '/v2/projects', '/elsewhere', '/v1/projects/1/trash',
+];
+
+describe('AWS stack (CDK, synthesized offline)', () => {
+  type Resource = { Type: string; Properties: Record<string, any>; DependsOn?: string[] };
+  let resources: Record<string, Resource>;
+  const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
+  const label = (id: string) => resources[id]!.Properties.Environment?.Variables?.FIELDBASE_FUNCTION as string;
+  const arnTarget = (v: any): string => v?.['Fn::GetAtt']?.[0] ?? v?.Ref;
+
+  beforeAll(() => {
+    const { template } = synthesize({ bundleDir: outDir }, join(outDir, 'cdk.out'));
+    resources = template.Resources as Record<string, Resource>;
+  }, 120_000);
+
+  test('one function per group, each from its own bundle, behind the migration step; secrets by reference', () => {
+    const fns = ofType('AWS::Lambda::Function').filter(([id]) => label(id));
+    const labels = fns.map(([id]) => label(id)).sort();
+    expect(labels).toEqual([...lambdaFunctions.map((f) => f.group), 'exports-stream', 'migrate', 'router', 'scheduled'].sort());
+    const [migrationId] = ofType('AWS::CloudFormation::CustomResource')[0]!;
+    for (const [id, r] of fns) {
+      const env = r.Properties.Environment.Variables;
+      expect(JSON.stringify(env.DATABASE_URL)).toContain('{{resolve:secretsmanager:');
+      expect(env.S3_BUCKET).toBeDefined();
+      // The router touches no database; everything else waits for the migrations.
+      if (!['migrate', 'router'].includes(label(id))) expect(r.DependsOn ?? [], label(id)).toContain(migrationId);
+    }
+  });
+
+  test('exports stream through a Function URL in RESPONSE_STREAM mode', () => {
+    const urls = ofType('AWS::Lambda::Url');
+    expect(urls).toHaveLength(1);
+    const url = urls[0]![1].Properties;
+    expect(url.InvokeMode).toBe('RESPONSE_STREAM');
+    const target = arnTarget(url.TargetFunctionArn);
+    expect(label(target)).toBe('exports-stream');
+    expect(resources[target]!.Properties.Handler).toBe('index.streamHandler');
+  });
+
+  test('the schedules call the scheduled-jobs function with every job of lib/jobs/scheduled.ts', () => {
+    const rules = ofType('AWS::Events::Rule').map(([, r]) => r.Properties);
+    expect(rules.map((r) => r.ScheduleExpression).sort()).toEqual(SCHEDULE.map((s) => s.rate).sort());
+    for (const rule of rules) {
+      const target = rule.Targets[0];
+      expect(label(arnTarget(target.Arn))).toBe('scheduled');
+      const expected = SCHEDULE.find((s) => s.rate === rule.ScheduleExpression)!;
+      expect(JSON.parse(target.Input).jobs).toEqual(expected.jobs);
+    }
+  });
+
+  test('temporary objects expire: the bucket lifecycle rule for tmp/', () => {
+    const [, bucket] = ofType('AWS::S3::Bucket')[0]!;
+    const rule = bucket.Properties.LifecycleConfiguration.Rules.find((r: any) => r.Prefix === 'tmp/');
+    expect(rule.ExpirationInDays).toBe(1);
+  });
+
+  test('the HTTP API routes every route table entry to its group (direct routes or the router)', () => {
+    const integrationGroup = new Map(ofType('AWS::ApiGatewayV2::Integration').map(([id, r]) => [id, label(arnTarget(r.Properties.IntegrationUri))]));
+    const routes = new Map(ofType('AWS::ApiGatewayV2::Route').map(([, r]) => {
+      const integration = (r.Properties.Target['Fn::Join'][1] as any[]).map((p) => p.Ref).find(Boolean);
+      return [r.Properties.RouteKey as string, integrationGroup.get(integration)!];
+    }));
+    expect(routes.get('$default')).toBe('router');
+    const paths = [...routes.keys()].filter((k) => k !== '$default').map((k) => k.replace(/^ANY /, ''));
+    const hit = new Set<number>();
+    for (const sample of [...SAMPLE_PATHS, ...SAMPLE_PATHS.filter((p) => p.startsWith('/v1/')).map((p) => `/v1/key/T0k3n${p.slice(3)}`)]) {
+      const routed = routingPath(new Request(`https://x${sample}`));
+      routeTable.forEach(([re], i) => { if (re.test(routed) && routeTable.findIndex(([r]) => r.test(routed)) === i) hit.add(i); });
+      const route = matchHttpApiRoute(paths, sample);
+      const fn = route == null ? routes.get('$default')! : routes.get(`ANY ${route}`)!;
+      const reached = fn === 'router' ? groupForEvent({ rawPath: sample }) : fn;
+      expect(reached, sample).toBe(groupFor(routed));
+    }
+    expect([...hit].sort((a, b) => a - b)).toEqual(routeTable.map((_, i) => i));
   });
 });
