@@ -24,3 +24,4 @@ export * from './datasets';
 export * from './entities';
 export * from './jobs';
 export * from './login-failures';
+export * from './field-indexes';

@@ -19,6 +19,7 @@ import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound } from '../forms
 import { Problem, problems } from '../problem';
 import { encryptionStatus, selectSubmissionRows, type SubmissionDataRow } from '../submissions/rows';
 import { evaluateFilter, rowValue, type RowResolver, type RowValue } from './evaluate';
+import { fieldExpression, isReady, noteFieldFilter, NUMERIC, readyFieldIndexes, type FieldKind } from './field-indexes';
 import { metadataXml, serviceDocument } from './metadata';
 import { buildModel, type ODataModel, type ODataNode, type ODataTable } from './model';
 import { encodeSkiptoken, nextLink, readFeedQuery, type FeedQuery } from './query';
@@ -83,28 +84,39 @@ function findLeaf(leaves: Map<string, ODataNode>, path: string): { node: ODataNo
   return geo && geo.type === 'geopoint' && part >= 0 ? { node: geo, part } : null;
 }
 
-const NUMERIC = '^\\s*[-+]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]+)?\\s*$';
-const ISO_DATE = '^\\s*[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])';
+/**
+ * SQL for a form field on Submissions: its text in root_values, read as its kind (unreadable text →
+ * null); number and time fields read through the index's functions when their index is ready.
+ */
+function fieldSql(node: ODataNode, part: number | null, ready: Set<string>): FilterField {
+  if (part != null) {
+    const text = sql`nullif(split_part(${submissionDefs.rootValues} ->> ${node.path}, ' ', ${part + 1}), '')`;
+    return { type: 'number', sql: sql`(case when ${text} ~ ${NUMERIC} then (${text})::numeric end)` };
+  }
+  const kind = kindOf(node.type);
+  return { type: kind, sql: fieldExpression(node.path, kind, isReady(ready, node.path, kind)) };
+}
 
-/** SQL for a form field on Submissions: its text in root_values, read as its kind (unreadable text → null). */
-function fieldSql(node: ODataNode, part: number | null): FilterField {
-  let text: SQL = sql`nullif(${submissionDefs.rootValues} ->> ${node.path}, '')`;
-  if (part != null) text = sql`nullif(split_part(${submissionDefs.rootValues} ->> ${node.path}, ' ', ${part + 1}), '')`;
-  const kind = part != null ? 'number' : kindOf(node.type);
-  if (kind === 'number') return { type: 'number', sql: sql`(case when ${text} ~ ${NUMERIC} then (${text})::numeric end)` };
-  if (kind === 'time') return { type: 'time', sql: sql`(case when ${text} ~ ${ISO_DATE} then (${text})::timestamptz end)` };
-  return { type: 'text', sql: text };
+/** The form fields (not geopoint parts) a `$filter` compares, with their kinds, for field indexes. */
+function filteredFields(model: ODataModel, filter: ODataToken): Array<{ path: string; kind: FieldKind }> {
+  const leaves = leavesOf(model.tables[0]!.children);
+  const out = new Map<string, { path: string; kind: FieldKind }>();
+  for (const m of filterMembers(filter)) {
+    const leaf = leaves.get(m);
+    if (leaf) out.set(leaf.path, { path: leaf.path, kind: kindOf(leaf.type) });
+  }
+  return [...out.values()];
 }
 
 /** Resolver for Submissions: Central's system fields, `__system/deletedAt`, and the form's fields. */
-function rootResolver(model: ODataModel): (path: string) => FilterField | null {
+function rootResolver(model: ODataModel, ready: Set<string> = new Set()): (path: string) => FilterField | null {
   const leaves = leavesOf(model.tables[0]!.children);
   return (path) => {
     if (path === '__system/deletedAt') return { sql: sql`${submissions.deletedAt}`, type: 'time' };
     const system = systemFilterField(path);
     if (system) return system;
     const leaf = findLeaf(leaves, path);
-    return leaf ? fieldSql(leaf.node, leaf.part) : null;
+    return leaf ? fieldSql(leaf.node, leaf.part, ready) : null;
   };
 }
 
@@ -295,7 +307,11 @@ async function rootFeed(
   ctx: Ctx, feed: Feed, q: FeedQuery, resource: Resource, builder: RowBuilder, shape: (r: { [k: string]: Json }) => { [k: string]: Json },
   context: string, base: SQL[], input: FeedInput,
 ): Promise<ReadableStream<Uint8Array>> {
-  const resolve = rootResolver(feed.model);
+  const filter = !resource.single && q.filter ? parseODataFilter(q.filter) : null;
+  // Fields compared in the filter: read through their index when one is ready, and noted so that
+  // one is built for a large form (lib/odata/field-indexes.ts).
+  const fields = filter ? filteredFields(feed.model, filter) : [];
+  const resolve = rootResolver(feed.model, await readyFieldIndexes(ctx, fields));
   const rowOf = (r: SubmissionDataRow) => shape(builder.rootRow(metaOf(r), r.encrypted ? null : (r.root ?? r.values)));
   // Without repeats a row needs only the values outside repeats (root_values: a fraction of the data).
   const rootOnly = feed.model.tables.length === 1;
@@ -306,11 +322,11 @@ async function rootFeed(
     if (!row) throw problems.user.notFound();
     return envelope(context, (async function* () { yield rowOf(row); })(), () => ({ nextLink: null, count: null }));
   }
-  const filter = q.filter ? parseODataFilter(q.filter) : null;
   const where = [...base];
   // The web UI lists the Trash with `__system/deletedAt ne null`; otherwise deleted rows are left out.
   if (!filter || !filterMembers(filter).includes('__system/deletedAt')) where.push(isNull(submissions.deletedAt));
   if (filter) where.push(compileODataFilter(filter, resolve));
+  if (fields.length > 0) await noteFieldFilter(ctx, feed.formId, fields);
   const custom = q.orderby.length > 0;
   const orderBy: SQL[] = custom
     ? [...q.orderby.map((o) => {

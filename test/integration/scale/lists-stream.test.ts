@@ -96,7 +96,11 @@ describe('streamed lists', () => {
   test('an empty list is [] and a refused one is a Problem before any byte', async () => {
     const h = await harness();
     await seed(h, 1);
-    expect(await json(await h.get(`/v1/projects/${h.projectId}/forms/simple/draft/submissions`, { as: 'bob' }))).toEqual([]);
+    expect(await json(await h.get(`/v1/projects/${h.projectId}/forms/simple/submissions`, { as: 'bob' }))).toHaveLength(1);
+    expect((await h.delete(`/v1/projects/${h.projectId}/forms/simple/submissions/one`, { as: 'bob' })).status).toBe(200);
+    const empty = await h.get(`/v1/projects/${h.projectId}/forms/simple/submissions`, { as: 'bob' });
+    expect(empty.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(await empty.text()).toBe('[]');
     const refused = await h.get(`/v1/projects/${h.projectId}/forms/simple/submissions`, { as: 'chelsea' });
     expect(refused.status).toBe(403);
     expect(await refused.json()).toMatchObject({ code: 403.1 });
