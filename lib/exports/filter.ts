@@ -144,6 +144,12 @@ function expr(node: ODataToken, resolve: FilterFieldResolver): SQL {
       // Two fields of different kinds (a time and a text…) have no SQL comparison: refused up front.
       if (a.type != null && b.type != null && a.type !== b.type) throw unsupportedExpression(node);
       const [l, r] = leftFirst ? [a, b] : [b, a];
+      // Equality with a value: also as `=`, which a B-tree (field indexes, lib/odata/field-indexes.ts)
+      // can answer; `is not distinct from` keeps Central's meaning under `not` (null ≠ 'x').
+      const other = leftFirst ? v.right! : v.left!;
+      if (node.type === 'EqualsExpression' && a.type != null && other.type === 'Literal' && literalValue(other).value !== null) {
+        return sql`(${l.sql} = ${r.sql} and ${l.sql} ${sql.raw(op)} ${r.sql})`;
+      }
       return sql`(${l.sql} ${sql.raw(op)} ${r.sql})`;
     }
   }
