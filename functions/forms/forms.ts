@@ -17,13 +17,15 @@ const upload = async (c: Context<AppEnv, any>) => ({
   formIdFallback: c.req.header('x-xlsform-formid-fallback') ?? null,
   origin: new URL(c.req.url).origin,
 });
+/** A query flag as Central's isTrue reads it: `true` in any case. */
+const isTrue = (v: string | undefined) => v?.toLowerCase() === 'true';
 const ext = (file: string) => (file.endsWith('.xlsx') ? 'xlsx' : 'xls');
 
 export const formsRoutes = newApp()
   .get('/v1/projects/:projectId/forms', async (c) =>
     c.json(await forms.listForms(c.var.ctx, projectId(c), { deleted: c.req.query('deleted') === 'true', extended: isExtended(c) })))
   .post('/v1/projects/:projectId/forms', async (c) =>
-    c.json(await forms.createForm(c.var.ctx, projectId(c), { ...(await upload(c)), publish: c.req.query('publish') === 'true' })))
+    c.json(await forms.createForm(c.var.ctx, projectId(c), { ...(await upload(c)), publish: isTrue(c.req.query('publish')) })))
   .post('/v1/projects/:projectId/forms/:formId/restore', async (c) => {
     await forms.restoreForm(c.var.ctx, projectId(c), intParam(c, 'formId'));
     return success(c);

@@ -38,8 +38,9 @@ export interface EntityFormCheck {
  * Checks the entity declarations of a parsed form the way Central does at upload, before
  * anything is stored. Forms without declarations, and encrypted forms (Central reads no datasets
  * from them), pass with no warnings.
- * @throws Problem 400.25 (missing or unsupported spec version, invalid dataset name, no action,
- *   invalid or duplicate property name, repeats or several lists before 2025.1).
+ * @throws Problem 400.25 (missing or unsupported spec version, missing or invalid dataset name, no
+ *   action, invalid or duplicate property name, a property in a repeat its entity is outside of,
+ *   repeats or several lists before 2025.1).
  */
 export function checkEntityDeclarations(p: Pick<ParsedForm, 'datasets' | 'entitiesVersion' | 'fields' | 'base64RsaPublicKey'>): EntityFormCheck {
   if (p.datasets.length === 0 || p.base64RsaPublicKey) return { warnings: [] };
@@ -50,6 +51,7 @@ export function checkEntityDeclarations(p: Pick<ParsedForm, 'datasets' | 'entiti
     throw invalidEntityForm(`Entities specification version [${version}] is not supported.`);
   }
   for (const d of p.datasets) {
+    if (d.nameMissing) throw invalidEntityForm('Dataset name is missing.');
     if (!validDatasetName(d.name)) throw invalidEntityForm('Invalid dataset name.');
     if (d.actions.length === 0) {
       throw invalidEntityForm('The form must specify at least one entity action, for example, create or update.');
@@ -57,6 +59,17 @@ export function checkEntityDeclarations(p: Pick<ParsedForm, 'datasets' | 'entiti
   }
   const props = p.datasets.flatMap((d) => d.properties);
   if (props.some((x) => !validPropertyName(x.name))) throw invalidEntityForm('Invalid entity property name.');
+  // A property belongs to the nearest entity around it; a repeat between the two would give one
+  // entity many values (Central refuses it).
+  const repeats = p.fields.filter((f) => f.type === 'repeat').map((f) => f.path);
+  for (const d of p.datasets) {
+    const container = d.entityPath.replace(/\/meta\/entity$/, '');
+    for (const x of d.properties) {
+      if (repeats.some((r) => r.length > container.length && x.path.startsWith(`${r}/`))) {
+        throw invalidEntityForm('Cannot save properties from a repeat on an entity outside of a repeat.');
+      }
+    }
+  }
   for (const d of p.datasets) {
     const lower = d.properties.map((x) => x.name.toLowerCase());
     if (new Set(lower).size !== lower.length) throw invalidEntityForm('Multiple Form Fields cannot be saved to a single property.');

@@ -156,8 +156,8 @@ export async function defineDatasets(tx: Ctx, project: ProjectRow, def: Pick<For
  * `dataset.update` for one that gains properties.
  * @throws 409.16 / 409.17 case-only name clashes with published ones; 403.1.
  * @returns the ids of the Datasets published now (their entity lists may link: lib/forms).
- * Effects: datasets / ds_properties publishedAt; audit `dataset.create` or `dataset.update`
- *   `{ properties: [names the definition saves to] }` per Dataset that changed.
+ * Effects: datasets / ds_properties publishedAt; audit `dataset.create` `{ properties: [names the
+ *   definition saves to] }` or `dataset.update` `{ properties: [every property now] }` per Dataset that changed.
  */
 export async function publishDatasets(tx: Ctx, defId: number): Promise<number[]> {
   const created: number[] = [];
@@ -196,7 +196,8 @@ export async function publishDatasets(tx: Ctx, defId: number): Promise<number[]>
     }
     if (fresh.length > 0) await tx.db.update(dsProperties).set({ publishedAt: now }).where(inArray(dsProperties.id, fresh.map((p) => p.id)));
     if (dataset.publishedAt == null) await audit(tx, tx, 'dataset.create', dataset.acteeId, { properties: names });
-    else if (fresh.length > 0) await audit(tx, tx, 'dataset.update', dataset.acteeId, { properties: names });
+    // dataset.update lists every property the Dataset has now (Central).
+    else if (fresh.length > 0) await audit(tx, tx, 'dataset.update', dataset.acteeId, { properties: (await publishedProperties(tx, dataset.id)).map((p) => p.name) });
     if (dataset.publishedAt == null) created.push(dataset.id);
   }
   return created;
@@ -349,10 +350,15 @@ async function metadataOf(ctx: Ctx, dataset: DatasetRow, extended: boolean) {
   const linked = await ctx.db.selectDistinct(formCols).from(formAttachments)
     .innerJoin(formDefs, eq(formDefs.id, formAttachments.formDefId)).innerJoin(forms, and(eq(forms.id, formDefs.formId), live))
     .where(eq(formAttachments.datasetId, dataset.id)).orderBy(asc(forms.xmlFormId));
-  const sources = await ctx.db.selectDistinct(formCols).from(datasetFormDefs)
+  // An entity declared in a repeat: the repeat's path ('/members/person/'), as Central's repeatPath.
+  const repeatPath = sql<string | null>`(select regexp_replace(d ->> 'entityPath', 'meta/entity$', '') from jsonb_array_elements(${formDefs.datasets}) d
+    where d ->> 'name' = ${dataset.name} and exists (select 1 from jsonb_array_elements(${formDefs.fields}) f
+      where f ->> 'type' = 'repeat' and f ->> 'path' = regexp_replace(d ->> 'entityPath', '/meta/entity$', '')) limit 1)`;
+  const sources = await ctx.db.selectDistinct({ ...formCols, repeatPath }).from(datasetFormDefs)
     .innerJoin(formDefs, eq(formDefs.id, datasetFormDefs.formDefId)).innerJoin(forms, and(eq(forms.id, formDefs.formId), live))
     .where(eq(datasetFormDefs.datasetId, dataset.id)).orderBy(asc(forms.xmlFormId));
-  const strip = (r: { xmlFormId: string; name: string }) => ({ name: r.name, xmlFormId: r.xmlFormId });
+  const strip = (r: { xmlFormId: string; name: string; repeatPath?: string | null }) =>
+    ({ name: r.name, xmlFormId: r.xmlFormId, ...(r.repeatPath ? { repeatPath: r.repeatPath } : {}) });
   const props = await publishedProperties(ctx, dataset.id);
   const propForms = props.length === 0 ? [] : await ctx.db.select({ id: dsPropertyFields.dsPropertyId, xmlFormId: forms.xmlFormId, name: sql<string>`coalesce(${formDefs.name}, ${forms.xmlFormId})` })
     .from(dsPropertyFields)

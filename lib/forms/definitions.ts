@@ -273,7 +273,8 @@ export function checkFieldTypes(previous: FormField[][], next: FormField[]): voi
 export function removedFields(published: FormField[] | null, next: FormField[]): string[] {
   if (!published) return [];
   const now = new Set(next.map((f) => f.path));
-  return published.filter((f) => !now.has(f.path)).map((f) => f.path.replace(/^\//, ''));
+  // A meta or entity block that moved (an entity into a repeat) is no warning (Central).
+  return published.filter((f) => !now.has(f.path) && !/\/meta(\/entity(\/label)?)?$/.test(f.path)).map((f) => f.path.replace(/^\//, ''));
 }
 
 /** Defs of a form by id list (versions, purge). */

@@ -157,6 +157,8 @@ export async function createForm(ctx: Ctx, projectId: number, input: UploadInput
         draftToken: input.publish ? null : draftToken, draftEnketoId: input.publish ? null : draftEnketoId,
       })
       .returning();
+    // form.create comes before what publishing logs (dataset.create / dataset.update), as Central.
+    await audit(tx, tx, 'form.create', acteeId, null);
     // Published at creation: published "when created" (publishedAt = createdAt, as Central).
     const def = await insertDef(tx, form!, await applyProjectKey(tx, project.id, upload), input.publish ? form!.createdAt : false, null, true);
     let ids: { enketoId: string; enketoOnceId: string } | null = null;
@@ -171,7 +173,6 @@ export async function createForm(ctx: Ctx, projectId: number, input: UploadInput
       .set(input.publish ? { currentDefId: def.id, ...(ids ?? {}) } : { draftDefId: def.id })
       .where(eq(forms.id, form!.id))
       .returning();
-    await audit(tx, tx, 'form.create', acteeId, null);
     if (input.publish) await audit(tx, tx, 'form.update.publish', acteeId, { oldDefId: null, newDefId: def.id });
     return formJson(saved!, def);
   });

@@ -206,11 +206,12 @@ function expectedAttachments(model: El | undefined, body: { hasQueryInput: boole
 // Entities.
 
 /**
- * Every `meta/entity` (any depth, any prefixes) of the primary instance with a `dataset`: its name
- * (trimmed), path, actions (`create` / `update` attribute present, whatever its value, as Central),
- * and the fields saved to it (`…:saveto` on their bind), each given to the entity whose container
- * (the parent of its `meta`) is the nearest ancestor of the field (entities 2025.1: one per repeat
- * or group). Validation (spec version, names, missing actions) is left to the caller.
+ * Every `meta/entity` (any depth, any prefixes) of the primary instance: its `dataset` name
+ * (trimmed; `nameMissing` without one), path, actions (`create` / `update` attribute present,
+ * whatever its value, as Central), and the fields saved to it (`…:saveto` on their bind), each
+ * given to the entity whose container (the parent of its `meta`) is the nearest ancestor of the
+ * field (entities 2025.1: one per repeat or group); groups and repeats save nothing. Validation
+ * (spec version, names, missing actions) is left to the caller.
  */
 function datasetDeclarations(root: El, fields: FormField[], binds: Map<string, Bind>, rootPath: string): DatasetDeclaration[] {
   const out: Array<DatasetDeclaration & { container: string }> = [];
@@ -220,11 +221,14 @@ function datasetDeclarations(root: El, fields: FormField[], binds: Map<string, B
       if (el.local === 'meta' && c.local === 'entity') {
         const dataset = attr(c, 'dataset');
         // A repeat's copies (jr:template and instances) declare the same entity: list it once.
-        if (dataset !== undefined && !out.some((d) => d.entityPath === p)) {
+        if (!out.some((d) => d.entityPath === p)) {
           const actions: DatasetDeclaration['actions'] = [];
           if (attr(c, 'create') !== undefined) actions.push('create');
           if (attr(c, 'update') !== undefined) actions.push('update');
-          out.push({ name: dataset.trim(), entityPath: p, actions, properties: [], container: path.slice(0, path.lastIndexOf('/')) });
+          out.push({
+            name: dataset?.trim() ?? '', ...(dataset === undefined ? { nameMissing: true } : {}), entityPath: p, actions, properties: [],
+            container: path.slice(0, path.lastIndexOf('/')),
+          });
         }
       }
       visit(c, p);
@@ -234,7 +238,8 @@ function datasetDeclarations(root: El, fields: FormField[], binds: Map<string, B
   if (out.length === 0) return [];
   for (const f of fields) {
     const saveto = binds.get(rootPath + f.path)?.saveto;
-    if (saveto === undefined) continue;
+    // A saveto on a group or repeat's bind saves nothing (Central ignores it).
+    if (saveto === undefined || f.type === 'structure' || f.type === 'repeat') continue;
     let owner: (typeof out)[number] | undefined;
     for (const d of out)
       if (f.path.startsWith(`${d.container}/`) && (!owner || d.container.length > owner.container.length)) owner = d;
@@ -274,7 +279,11 @@ export function parseForm(input: string | Uint8Array): ParsedForm {
   const bytes = typeof input === 'string' ? new TextEncoder().encode(input) : input;
   const xml = typeof input === 'string' ? input : new TextDecoder('utf-8').decode(input);
 
-  const root = readXml(xml, 'xforms xml', formIdMissing);
+  // Central reads a form whose XML declaration comes after leading whitespace (a template
+  // literal's indentation); an XML parser does not: the declaration is blanked, same length, so
+  // error positions still point at the original text.
+  const text = xml.replace(/^(\s+)(<\?xml[^>]*\?>)/, (_m, ws: string, decl: string) => ws + ' '.repeat(decl.length));
+  const root = readXml(text, 'xforms xml', formIdMissing);
 
   const head = root.local === 'html' ? child(root, 'head') : undefined;
   const model = child(head, 'model');

@@ -24,8 +24,10 @@ export interface ExpectedAttachment {
 
 /** An Entities declaration (meta/entity) of the form, for the entities issue. */
 export interface DatasetDeclaration {
-  /** The entity list (Dataset) name. */
+  /** The entity list (Dataset) name ('' with `nameMissing`). */
   name: string;
+  /** The `entity` element has no `dataset` attribute (Central refuses the form: 400.25). */
+  nameMissing?: boolean;
   /** Slash path of the `entity` element, e.g. `/meta/entity` or `/plots/plot/meta/entity`. */
   entityPath: string;
   actions: Array<'create' | 'update'>;

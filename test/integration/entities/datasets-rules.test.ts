@@ -43,3 +43,94 @@ describe('Dataset counts', () => {
     expect(Object.fromEntries(mine.datasetList.map((d: Json) => [d.name, d.entities]))).toEqual({ people: 2, trees: 1 });
   });
 });
+
+const entityForm = (instance: string, binds: string, version = '2025.1.0', body = '') => `
+  <?xml version="1.0"?>
+  <h:html xmlns="http://www.w3.org/2002/xforms" xmlns:h="http://www.w3.org/1999/xhtml" xmlns:jr="http://openrosa.org/javarosa" xmlns:entities="http://www.opendatakit.org/xforms/entities">
+    <h:head><h:title>T</h:title><model entities:entities-version="${version}"><instance>${instance}</instance>${binds}</model></h:head>
+    <h:body>${body}</h:body>
+  </h:html>`;
+
+describe('entity declarations at form upload', () => {
+  test('an entity without a dataset attribute answers 400.25 "Dataset name is missing."', async () => {
+    const h = await harness();
+    const res = await upload(h, fixture('forms/simpleEntity.xml').replace('dataset="people"', ''), '');
+    expect(res.status).toBe(400);
+    expect(await json(res)).toMatchObject({ code: 400.25, details: { reason: 'Dataset name is missing.' } });
+  });
+
+  test('a saveto on a group\'s bind is ignored; the leaves around it still save', async () => {
+    const h = await harness();
+    const form = entityForm(`<data id="validate_structure"><name/><age/><group><inner_field/></group>
+      <meta><entity dataset="things" id="" create="1"><label/></entity></meta></data>`,
+    `<bind nodeset="/data/name" type="string" entities:saveto="prop1"/><bind nodeset="/data/group" entities:saveto="prop2"/>
+      <bind nodeset="/data/group/inner_field" type="string" entities:saveto="prop3"/>`, '2024.1.0');
+    expect((await upload(h, form, '')).status).toBe(200);
+    const [diff] = await json<Json[]>(await h.get(`${P(h)}/forms/validate_structure/draft/dataset-diff`, { as: 'alice' }));
+    expect(diff.properties.map((p: Json) => p.name)).toEqual(['prop1', 'prop3']);
+  });
+
+  test('a property inside a repeat saved to an entity outside it answers 400.25 (XML declaration after whitespace read as Central)', async () => {
+    const h = await harness();
+    const form = entityForm(`<data id="repeat_entity" version="2"><num_children/><child><child_name/></child>
+      <meta><instanceID/><entity create="1" dataset="children" id=""><label/></entity></meta></data>`,
+    `<bind entities:saveto="num_children" nodeset="/data/num_children" type="int"/>
+      <bind entities:saveto="child_name" nodeset="/data/child/child_name" type="string"/>`, '2025.1.0',
+    '<group ref="/data/child"><repeat nodeset="/data/child"><input ref="/data/child/child_name"/></repeat></group>');
+    const res = await upload(h, form);
+    expect(res.status).toBe(400);
+    expect(await json(res)).toMatchObject({ code: 400.25, details: { reason: 'Cannot save properties from a repeat on an entity outside of a repeat.' } });
+  });
+
+  test('an entity in a repeat lists its form with repeatPath; moving the entity out of a repeat warns of no structure change', async () => {
+    const h = await harness();
+    expect((await upload(h, fixture('forms/repeatEntityHousehold.xml'))).status).toBe(200);
+    const people = await json<Json>(await h.get(`${P(h)}/datasets/people`, { as: 'alice' }));
+    expect(people.sourceForms).toEqual([{ name: 'Household and people', xmlFormId: 'repeatEntityHousehold', repeatPath: '/members/person/' }]);
+    const households = await json<Json>(await h.get(`${P(h)}/datasets/households`, { as: 'alice' }));
+    expect(households.sourceForms).toEqual([{ name: 'Household and people', xmlFormId: 'repeatEntityHousehold' }]);
+    // The households entity block is dropped: its meta/entity and label paths go, without a warning.
+    const moved = fixture('forms/repeatEntityHousehold.xml')
+      .replace(/<entity dataset="households"[\s\S]*?<\/entity>/, '')
+      .replace(/<bind[^>]*nodeset="\/data\/meta\/entity[^>]*>/g, '');
+    const draft = await h.post(`${P(h)}/forms/repeatEntityHousehold/draft`, { as: 'alice', body: moved, headers: XML });
+    expect(draft.status, await draft.clone().text()).toBe(200);
+  });
+});
+
+describe('case-only name clashes and publish audits', () => {
+  const simple = () => fixture('forms/simpleEntity.xml');
+
+  test('?publish=True publishes; another form with the same name shares the Dataset; PEOPLE answers 409.16', async () => {
+    const h = await harness();
+    expect((await upload(h, simple(), '?publish=True')).status).toBe(200);
+    expect((await upload(h, simple().replace(/simpleEntity/g, 'simpleEntity2'), '?publish=True')).status).toBe(200);
+    expect((await json<Json[]>(await h.get(`${P(h)}/datasets`, { as: 'alice' }))).map((d) => d.name)).toEqual(['people']);
+    for (const [name, query] of [['PEOPLE', ''], ['People', '?publish=true']]) {
+      const res = await upload(h, simple().replace('dataset="people"', `dataset="${name}"`).replace(/simpleEntity/g, 'simpleEntity3'), query);
+      expect(res.status).toBe(409);
+      expect(await json(res)).toMatchObject({ code: 409.16, message: expect.stringContaining(`A dataset named 'people' exists and you provided '${name}'`) });
+    }
+  });
+
+  test('a property differing only in case answers 409.17, as a draft and when a draft is published', async () => {
+    const h = await harness();
+    expect((await upload(h, simple(), '')).status).toBe(200);
+    expect((await upload(h, simple().replace(/simpleEntity/g, 'simpleEntity2').replace('first_name', 'FIRST_NAME'), '?publish=True')).status).toBe(200);
+    const publish = await h.post(`${P(h)}/forms/simpleEntity/draft/publish`, { as: 'alice' });
+    expect(publish.status).toBe(409);
+    expect((await json<Json>(publish)).message).toMatch(/match with existing ones except for capitalization/);
+    const draft = await upload(h, simple().replace(/simpleEntity/g, 'simpleEntity3').replace('first_name', 'First_Name'), '');
+    expect(draft.status).toBe(409);
+  });
+
+  test('audits: form.create, then dataset.create, then form.update.publish; dataset.update lists every property', async () => {
+    const h = await harness();
+    expect((await upload(h, simple())).status).toBe(200);
+    expect((await upload(h, simple().replace('simpleEntity', 'simpleEntity2').replace('first_name', 'color_name'))).status).toBe(200);
+    const rows = await h.audits();
+    expect(rows.map((a) => a.action)).toEqual(['form.create', 'dataset.create', 'form.update.publish', 'form.create', 'dataset.update', 'form.update.publish']);
+    expect(rows[1]!.details).toEqual({ properties: ['first_name', 'age'] });
+    expect(rows[4]!.details).toEqual({ properties: ['first_name', 'age', 'color_name'] });
+  });
+});
