@@ -31,11 +31,14 @@ async function expectProblem(res: Response, status: number, code: number): Promi
 }
 
 describe('GET /v1/projects', () => {
-  test('anonymous callers get 401.2 (Central: every route but login needs authentication)', async () => {
+  test('anonymous callers get [] (the spec\'s rule; Central answers 401.2), and a dead session still 401.2', async () => {
     const h = await harness();
     const res = await h.get('/v1/projects');
-    expect(res.status).toBe(401);
-    expect(await json(res)).toMatchObject({ code: 401.2 });
+    expect(res.status).toBe(200);
+    expect(await json(res)).toEqual([]);
+    const dead = await h.get('/v1/projects', { headers: { Authorization: 'Bearer no-such-session-token-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' } });
+    expect(dead.status).toBe(401);
+    expect(await json(dead)).toMatchObject({ code: 401.2 });
   });
 
   test('alice (site admin) sees every project, each with verbs', async () => {
