@@ -49,7 +49,12 @@ class NativeDeflateEntry implements ZipInputFile {
       for (;;) {
         const { done, value } = await reader.read();
         if (done) return;
-        if (value.byteLength > 0) this.ondata!(null, new Uint8Array(value.buffer, value.byteOffset, value.byteLength) as Uint8Array<ArrayBuffer>, false);
+        if (value.byteLength === 0) continue;
+        // zlib hands out views of its output chunk (256 kB): a small view queued for the socket
+        // would pin the whole chunk, so a small one is copied out (a 50 kB photo's entry held
+        // five times its size while it waited to be written).
+        const data = value.byteLength * 2 < value.buffer.byteLength ? value.slice() : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+        this.ondata!(null, data as Uint8Array<ArrayBuffer>, false);
       }
     })();
     return this.reading;
