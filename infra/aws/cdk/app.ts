@@ -3,7 +3,7 @@
  * `npx aws-cdk@2 deploy --app "npx tsx infra/aws/cdk/app.ts"`, which needs network and AWS
  * credentials. It builds the bundles into dist/lambda (or uses `-c bundleDir=…`) and defines the
  * stack; the CLI gives the output folder (CDK_OUTDIR). Settings come from CDK context:
- * secretName, secretKeys (comma-separated), env.<NAME>=<value> for plain settings, subnetIds,
+ * secretName, secretKeys (comma-separated), env (a JSON object of plain settings), subnetIds,
  * securityGroupIds, vpcId (comma-separated ids).
  */
 import { App } from 'aws-cdk-lib';
@@ -20,7 +20,10 @@ if (!bundleDir) {
   await buildLambdaBundles({ outDir: bundleDir });
 }
 const environment: Record<string, string> = {};
-for (const [k, v] of Object.entries((app.node.tryGetContext('env') as Record<string, string> | undefined) ?? {})) environment[k] = String(v);
+// `-c env='{"PUBLIC_URL":"https://…"}'` arrives as a JSON string; cdk.json context as an object.
+const rawEnv = app.node.tryGetContext('env') as string | Record<string, unknown> | undefined;
+const envObject = typeof rawEnv === 'string' ? (JSON.parse(rawEnv) as Record<string, unknown>) : rawEnv ?? {};
+for (const [k, v] of Object.entries(envObject)) environment[k] = String(v);
 const settings: FieldbaseSettings = {
   bundleDir,
   ...(ctx('secretName') ? { secretName: ctx('secretName')! } : {}),
