@@ -28,6 +28,7 @@ export const actionGroups: Record<string, string[]> = {
     'dataset.update.property.delete'],
   entity: ['entity.create', 'entity.bulk.create', 'entity.error', 'entity.update.version', 'entity.update.resolve',
     'entity.delete', 'entity.restore', 'entity.purge', 'entity.bulk.delete', 'entity.bulk.restore'],
+  config: ['config.set'],
   upgrade: ['upgrade.server', 'upgrade.process.form', 'upgrade.process.form.draft', 'upgrade.process.form.entities_version'],
 };
 
@@ -113,7 +114,9 @@ export async function listAudits(ctx: Ctx, q: AuditQuery, extended: boolean): Pr
     ...acteeDatasets.map((d) => [d.acteeId, datasetJson(d)] as const),
     ...acteeActors.map((a) => [a.acteeId, actorJson(a)] as const),
     ...acteeProjects.map((p) => [p.acteeId, projectJson(p)] as const),
-    ...acteeForms.map((r) => [r.form.acteeId, formJson(r.form, r.def)] as const),
+    // A form in the Trash shows deletedAt and its numeric id (for restoring), as Central's Form.
+    ...acteeForms.map((r) => [r.form.acteeId,
+      r.form.deletedAt == null ? formJson(r.form, r.def) : { ...formJson(r.form, r.def), deletedAt: r.form.deletedAt.toISOString(), id: r.form.id }] as const),
   ]);
   return rows.map((r) => ({
     ...auditJson(r),

@@ -251,12 +251,14 @@ export async function deleteUnpublishedDef(ctx: Ctx, defId: number): Promise<voi
 
 /**
  * Central's type rule across versions: a field may keep its type or become `string`; a group or
- * repeat may not become a field and a field may not become a group.
+ * repeat may not become a field and a field may not become a group. @param previous the fields of
+ * each published definition, oldest first (a path's latest type is the one compared).
  * @throws Problem 400.17 `{ path, type }` naming the first conflicting path and its old type. Pure.
  */
 export function checkFieldTypes(previous: FormField[][], next: FormField[]): void {
   const old = new Map<string, string>();
-  for (const fields of previous) for (const f of fields) if (!old.has(f.path)) old.set(f.path, f.type);
+  // The latest published type of each path counts (Central merges versions oldest first).
+  for (const fields of previous) for (const f of fields) old.set(f.path, f.type);
   for (const f of next) {
     const before = old.get(f.path);
     if (before == null || before === f.type) continue;

@@ -46,6 +46,8 @@ export interface UploadInput {
   formIdFallback?: string | null;
   /** The request's origin, for the OpenRosa URLs given to Enketo when PUBLIC_URL is not set. */
   origin?: string | null;
+  /** X-Action-Notes (decoded): recorded with the audit entries, and as the publish notes when published. */
+  notes?: string | null;
 }
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -158,9 +160,9 @@ export async function createForm(ctx: Ctx, projectId: number, input: UploadInput
       })
       .returning();
     // form.create comes before what publishing logs (dataset.create / dataset.update), as Central.
-    await audit(tx, tx, 'form.create', acteeId, null);
+    await audit(tx, tx, 'form.create', acteeId, null, input.notes);
     // Published at creation: published "when created" (publishedAt = createdAt, as Central).
-    const def = await insertDef(tx, form!, await applyProjectKey(tx, project.id, upload), input.publish ? form!.createdAt : false, null, true);
+    const def = await insertDef(tx, form!, await applyProjectKey(tx, project.id, upload), input.publish ? form!.createdAt : false, input.notes ?? null, true);
     let ids: { enketoId: string; enketoOnceId: string } | null = null;
     if (input.publish) {
       ids = usesEnketo(tx) ? await requestFormEnketoIds(tx, form!, input.origin, ENKETO_REQUEST_BOUND_MS) : publicFormIds();
@@ -173,7 +175,7 @@ export async function createForm(ctx: Ctx, projectId: number, input: UploadInput
       .set(input.publish ? { currentDefId: def.id, ...(ids ?? {}) } : { draftDefId: def.id })
       .where(eq(forms.id, form!.id))
       .returning();
-    if (input.publish) await audit(tx, tx, 'form.update.publish', acteeId, { oldDefId: null, newDefId: def.id });
+    if (input.publish) await audit(tx, tx, 'form.update.publish', acteeId, { oldDefId: null, newDefId: def.id }, input.notes);
     return formJson(saved!, def);
   });
 }
@@ -274,11 +276,15 @@ export async function restoreForm(ctx: Ctx, projectId: number, formId: number): 
   });
 }
 
-/** The XML of the published definition (GET F.xml). @throws 404.1 (also when never published); 403.1. */
+/**
+ * The XML of the published definition (GET F.xml), or of the draft of a form never published (as
+ * Central's F resources, which read the published version, else the draft; form.update only).
+ * @throws 404.1; 403.1.
+ */
 export async function getFormXml(ctx: Ctx, projectId: number, xmlFormId: string): Promise<string> {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canReadFormOrReject(ctx, f);
-  return (await getDefOrNotFound(ctx, f.form.currentDefId)).xml;
+  return (await displayedDef(ctx, f.form)).xml;
 }
 
 /** Schema fields (GET F/fields, F/draft/fields, F/versions/{v}/fields); `odata` sanitises names. */
@@ -288,11 +294,11 @@ function fieldsOut(fields: FormField[], odata: boolean): FormField[] {
   return odata ? odataFields(ordered) : ordered;
 }
 
-/** GET F/fields. @throws 404.1 (never published); 403.1. */
+/** GET F/fields: of the published definition, else (never published) the draft's. @throws 404.1; 403.1. */
 export async function getFields(ctx: Ctx, projectId: number, xmlFormId: string, odata: boolean): Promise<FormField[]> {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canReadFormOrReject(ctx, f);
-  return fieldsOut((await getDefOrNotFound(ctx, f.form.currentDefId)).fields, odata);
+  return fieldsOut((await displayedDef(ctx, f.form)).fields, odata);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -308,7 +314,7 @@ async function loadDraft(ctx: Ctx, projectId: number, xmlFormId: string, verb: s
 export async function getDraft(ctx: Ctx, projectId: number, xmlFormId: string, extended: boolean) {
   const { form, draft } = await loadDraft(ctx, projectId, xmlFormId, 'form.update');
   const json = formJson(form, draft, form.draftToken);
-  return extended ? { ...json, ...(await extendedFormFields(ctx, form, draft)) } : json;
+  return extended ? { ...json, ...(await extendedFormFields(ctx, form, draft, true)) } : json;
 }
 
 /** GET F/draft.xml. */
@@ -329,7 +335,8 @@ export async function getDraftFields(ctx: Ctx, projectId: number, xmlFormId: str
  * fields (a Structure Change) fail together as one 400.16 unless ignoreWarnings.
  * Effects: new draft definition (the previous draft and its test submissions are deleted); for a
  *   spreadsheet its blob and itemsets.csv; audit `form.update.draft.set` or `form.update.draft.replace`.
- * @throws 404.1; 403.1 without form.update; 400.x parse errors; 400.6 a malformed fallback
+ * @throws 404.1; 403.1 without form.update; 400.2 `{ field: 'xml' }` no body and nothing published
+ *   to copy; 400.x parse errors; 400.6 a malformed fallback
  *   header; 400.8 a different xmlFormId; 400.15 the spreadsheet does not convert; 400.16; 400.17.
  */
 export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, input: UploadInput): Promise<void> {
@@ -348,17 +355,19 @@ export async function setDraft(ctx: Ctx, projectId: number, xmlFormId: string, i
     if (uploaded) {
       upload = uploaded;
     } else {
-      if (!published) throw problems.user.notFound();
+      // Nothing to copy (never published): as Central, the missing body is the problem.
+      if (!published) throw problems.user.missingParameter({ field: 'xml' });
       upload = readUpload(new TextEncoder().encode(published.xml), 'application/xml');
       if (published.xlsBlobId != null) upload.xls = { blobId: published.xlsBlobId, contentType: published.xlsContentType ?? 'application/octet-stream' };
     }
     const p = upload.parsed;
     if (p.xmlFormId !== f.form.xmlFormId) {
-      throw problems.user.unexpectedValue({ field: 'xmlFormId', value: p.xmlFormId, reason: 'did not match the form ID in the URL' });
+      throw problems.user.unexpectedValue({ field: 'xmlFormId', value: p.xmlFormId, reason: 'does not match the form you are updating' });
     }
     // No meta check here: Central checks it only when a form is created (a later version may drop
     // meta, e.g. to stop writing entities).
-    const earlier = await tx.db.select({ fields: formDefs.fields }).from(formDefs).where(and(eq(formDefs.formId, f.form.id), isNotNull(formDefs.publishedAt)));
+    const earlier = await tx.db.select({ fields: formDefs.fields }).from(formDefs)
+      .where(and(eq(formDefs.formId, f.form.id), isNotNull(formDefs.publishedAt))).orderBy(asc(formDefs.publishedAt), asc(formDefs.id));
     checkFieldTypes(earlier.map((d) => d.fields), p.fields);
     const removed = removedFields(published?.fields ?? null, p.fields);
     if (!input.ignoreWarnings) {

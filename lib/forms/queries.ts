@@ -107,12 +107,13 @@ export async function displayedDef(ctx: Ctx, form: FormRow): Promise<FormDefRow>
 }
 
 /**
- * Extended form metadata (X-Extended-Metadata): submission counts (live, not draft), review state
+ * Extended form metadata (X-Extended-Metadata): submission counts (live, not draft; with
+ * `draftSubmissions`, GET F/draft, the draft's test submissions instead, as Central), review state
  * counts, last submission and creator, excelContentType (the spreadsheet's type when `def` was
  * converted from an XLSForm, else null), publicLinks (live public links: those whose session
  * still exists, as Central counts them).
  */
-export async function extendedFormFields(ctx: Ctx, form: FormRow, def: FormDefRow) {
+export async function extendedFormFields(ctx: Ctx, form: FormRow, def: FormDefRow, draftSubmissions = false) {
   const [creator] = form.createdBy == null ? [] : await ctx.db.select().from(actors).where(eq(actors.id, form.createdBy));
   const [stats] = await ctx.db
     .select({
@@ -123,7 +124,7 @@ export async function extendedFormFields(ctx: Ctx, form: FormRow, def: FormDefRo
       last: max(submissions.createdAt),
     })
     .from(submissions)
-    .where(and(eq(submissions.formId, form.id), eq(submissions.draft, false), isNull(submissions.deletedAt)));
+    .where(and(eq(submissions.formId, form.id), eq(submissions.draft, draftSubmissions), isNull(submissions.deletedAt)));
   const [links] = await ctx.db
     .select({ n: count() })
     .from(publicLinks)

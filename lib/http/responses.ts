@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { Ctx } from '../context';
-import { problems } from '../problem';
+import { Problem, problems } from '../problem';
 import type { AppEnv } from './app';
 import { readUploadBytes } from './body';
 
@@ -77,7 +77,8 @@ export function actionNotes(c: Context<AppEnv>): string | null {
   try {
     return decodeURIComponent(raw);
   } catch {
-    throw problems.user.invalidHeader({ field: 'X-Action-Notes', value: raw });
+    // Central's answer names the header in lower case and leaves the value out.
+    throw new Problem(400.6, 'An expected header field (x-action-notes) did not match the expected format.', { field: 'x-action-notes' });
   }
 }
 

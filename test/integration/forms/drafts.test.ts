@@ -45,9 +45,9 @@ describe('POST F/draft', () => {
     expect(await json(await h.get(`${F(h, 'simple')}/draft/fields`, { as: 'alice' }))).toEqual(centralApi('simple', 'fields'));
 
     const rows = await h.audits();
-    expect(rows.map((r) => r.action)).toEqual(['form.create', 'form.update.draft.set']);
+    expect(rows.map((r) => r.action)).toEqual(['form.create', 'form.update.publish', 'form.update.draft.set']);
     const row = await formRow(h, 'simple');
-    expect(rows[1]).toMatchObject({ actorId: h.ids.alice, acteeId: row.acteeId, details: { newDraftDefId: row.draftDefId } });
+    expect(rows[2]).toMatchObject({ actorId: h.ids.alice, acteeId: row.acteeId, details: { newDraftDefId: row.draftDefId } });
   });
 
   test('an empty body without Content-Type copies the published definition', async () => {
@@ -66,10 +66,10 @@ describe('POST F/draft', () => {
     expect(await defCount(h, row.id)).toBe(2);
   });
 
-  test('an empty body on a never-published form: 404.1', async () => {
+  test('an empty body on a never-published form: 400.2 { field: xml } (nothing to copy), as Central', async () => {
     const h = await harness();
     await createForm(h, formXml('simple'));
-    await expectProblem(await h.post(`${F(h, 'simple')}/draft`, { as: 'alice' }), 404.1);
+    expect((await expectProblem(await h.post(`${F(h, 'simple')}/draft`, { as: 'alice' }), 400.2)).details).toEqual({ field: 'xml' });
   });
 
   test('replacing a draft keeps its Draft Token and deletes the old draft definition; audit form.update.draft.replace', async () => {
@@ -138,7 +138,7 @@ describe('POST F/draft', () => {
       as: 'alice', body: new Uint8Array([0x50, 0x4b]), headers: { 'Content-Type': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' },
     }), 400.15);
     expect((await formRow(h, 'simple')).draftDefId).toBeNull();
-    expect(await h.auditActions()).toEqual(['form.create']);
+    expect(await h.auditActions()).toEqual(['form.create', 'form.update.publish']);
     expect((await h.post(`${F(h, 'simple')}/draft?ignoreWarnings=true`, { as: 'alice', body: noMeta, headers: xmlHeaders })).status).toBe(200);
   });
 
@@ -252,8 +252,8 @@ describe('DELETE F/draft', () => {
     expect(await gone.text()).toContain(message);
 
     const rows = await h.audits();
-    expect(rows.map((r) => r.action)).toEqual(['form.create', 'form.update.draft.set', 'form.update.draft.delete']);
-    expect(rows[2]).toMatchObject({ actorId: h.ids.bob, details: { oldDraftDefId: draftDefId } });
+    expect(rows.map((r) => r.action)).toEqual(['form.create', 'form.update.publish', 'form.update.draft.set', 'form.update.draft.delete']);
+    expect(rows[3]).toMatchObject({ actorId: h.ids.bob, details: { oldDraftDefId: draftDefId } });
   });
 
   test('never published: 409.7 with Central\'s body; the draft stays', async () => {

@@ -72,7 +72,7 @@ describe('POST P/forms', () => {
     expect(row!.draftToken).toBeNull();
     const [def] = await h.db.select().from(formDefs).where(eq(formDefs.id, row!.currentDefId!));
     expect(def!.publishedBy).toBe(h.ids.alice);
-    expect(await h.auditActions()).toEqual(['form.create']);
+    expect(await h.auditActions()).toEqual(['form.create', 'form.update.publish']);
   });
 
   test('version from the XML, blank when absent; name from h:title, null without one', async () => {
@@ -166,7 +166,11 @@ describe('POST P/forms', () => {
     expect(body.details.warnings.workflowWarnings[0]).toEqual({ type: 'deletedFormExists', details: { xmlFormId: 'simple' } });
     expect(await rowCounts(h)).toEqual(before);
 
-    const ok = await upload(h, formXml('simple'), { query: '?ignoreWarnings=true&publish=true' });
+    // Published at once, its version ('') would repeat one the deleted form published: 409.6, as
+    // Central's check_form_version; as a draft (or another version) it is accepted.
+    const again = await upload(h, formXml('simple'), { query: '?ignoreWarnings=true&publish=true' });
+    expect(await expectProblem(again, 409.6)).toMatchObject({ details: { xmlFormId: 'simple', version: '' } });
+    const ok = await upload(h, formXml('simple'), { query: '?ignoreWarnings=true' });
     expect(ok.status).toBe(200);
     expect((await json(ok)).xmlFormId).toBe('simple');
     const rows = await h.db.select().from(forms).where(eq(forms.xmlFormId, 'simple'));
@@ -281,10 +285,13 @@ describe('GET F', () => {
     }
   });
 
-  test('GET F.xml of a never-published form and GET F.xlsx: 404.1', async () => {
+  test('GET F.xml of a never-published form: the draft\'s, for form.update only (Central\'s AnyVersion); F.xlsx of an XForm: 404.1', async () => {
     const h = await harness();
     await createForm(h, formXml('simple'));
-    await expectProblem(await h.get(`${F(h, 'simple')}.xml`, { as: 'alice' }), 404.1);
+    const draftXml = await h.get(`${F(h, 'simple')}.xml`, { as: 'alice' });
+    expect(draftXml.status).toBe(200);
+    expect(await draftXml.text()).toBe(formXml('simple'));
+    await expectProblem(await h.get(`${F(h, 'simple')}.xml`, { as: 'chelsea' }), 403.1);
     await createForm(h, formXml('withrepeat'), { publish: true });
     await expectProblem(await h.get(`${F(h, 'withrepeat')}.xlsx`, { as: 'alice' }), 404.1);
     await expectProblem(await h.get(`${F(h, 'withrepeat')}.xls`, { as: 'alice' }), 404.1);
@@ -305,10 +312,12 @@ describe('GET F/fields', () => {
     });
   }
 
-  test('never published: 404.1', async () => {
+  test('never published: the draft\'s fields (Central\'s AnyVersion)', async () => {
     const h = await harness();
     await createForm(h, formXml('simple'));
-    await expectProblem(await h.get(`${F(h, 'simple')}/fields`, { as: 'alice' }), 404.1);
+    const res = await h.get(`${F(h, 'simple')}/fields`, { as: 'alice' });
+    expect(res.status).toBe(200);
+    expect(JSON.stringify(await json(res))).toBe(JSON.stringify(centralApi('simple', 'fields')));
   });
 });
 
@@ -326,8 +335,8 @@ describe('PATCH F', () => {
     const [row] = await h.db.select().from(forms).where(eq(forms.xmlFormId, 'simple'));
     expect(row!.state).toBe('closing');
     const rows = await h.audits();
-    expect(rows.map((r) => r.action)).toEqual(['form.create', 'form.update']);
-    expect(rows[1]!.details).toEqual({ data: { state: 'closing' } });
+    expect(rows.map((r) => r.action)).toEqual(['form.create', 'form.update.publish', 'form.update']);
+    expect(rows[2]!.details).toEqual({ data: { state: 'closing' } });
 
     const closed = await json(await h.patch(F(h, 'simple'), { as: 'alice', body: { state: 'closed' } }));
     expect(closed.state).toBe('closed');
@@ -343,7 +352,7 @@ describe('PATCH F', () => {
     const [row] = await h.db.select().from(forms).where(eq(forms.xmlFormId, 'simple'));
     expect(row!.state).toBe('open');
     expect(row!.updatedAt).toBeNull();
-    expect(await h.auditActions()).toEqual(['form.create']);
+    expect(await h.auditActions()).toEqual(['form.create', 'form.update.publish']);
   });
 });
 
@@ -359,7 +368,7 @@ describe('DELETE F', () => {
     await expectProblem(await h.delete(F(h, 'simple'), { as: 'alice' }), 404.1);
     const [row] = await h.db.select().from(forms).where(eq(forms.xmlFormId, 'simple'));
     expect(row!.deletedAt).toBeInstanceOf(Date);
-    expect(await h.auditActions()).toEqual(['form.create', 'form.delete']);
+    expect(await h.auditActions()).toEqual(['form.create', 'form.update.publish', 'form.delete']);
   });
 });
 
@@ -395,7 +404,7 @@ describe('Project with forms', () => {
     expect(await json(res)).toMatchObject({ id: h.projectId, name: 'Default Project' });
     expect((await json(await h.get(F(h, 'simple'), { as: 'alice' }))).state).toBe('closing');
     expect((await json(await h.get(F(h, 'withrepeat'), { as: 'alice' }))).state).toBe('open');
-    expect(await h.auditActions()).toEqual(['form.create', 'form.create', 'project.update', 'form.update']);
+    expect(await h.auditActions()).toEqual(['form.create', 'form.update.publish', 'form.create', 'form.update.publish', 'project.update', 'form.update']);
   });
 });
 
