@@ -121,7 +121,7 @@ export const problems = {
   },
   submission: {
     missingMultipartField: () => new Problem(400.7, 'Required multipart POST field xml_submission_file missing.', { field: 'xml_submission_file' }),
-    multipartParsingFailed: (reason: string) => new Problem(400.39, `Multipart form content failed to parse: ${reason}`, reason),
+    multipartParsingFailed: (reason: string) => new Problem(400.39, 'Multipart form content failed to parse.', reason),
     deprecatedIdRequired: () =>
       new Problem(400.19, 'This PUT endpoint expects a deprecatedID metadata tag pointing at the current version instanceID. I cannot find that tag in your request.'),
     deprecatedIdNotFound: (d: { deprecatedId: string }) =>

@@ -4,6 +4,7 @@ import { newApp, type AppEnv } from '../../lib/http/app';
 import { projectId, stringParam } from '../../lib/http/params';
 import { openRosaXml } from '../../lib/http/openrosa';
 import { readOpenRosaMultipart } from '../../lib/http/multipart';
+import { submissionClient } from '../../lib/submissions/client';
 import { ingestOpenRosaSubmission } from '../../lib/submissions/ingest';
 import { problems } from '../../lib/problem';
 import { renderOpenRosaMessage } from '../../lib/xforms/openrosa-xml';
@@ -18,8 +19,7 @@ const submit = async (c: Context<AppEnv, any>, draft: { token: string | null; xm
       projectId: projectId(c),
       xml,
       files,
-      deviceId: c.req.query('deviceID') ?? null,
-      userAgent: c.req.header('user-agent') ?? null,
+      ...submissionClient({ deviceId: c.req.query('deviceID'), userAgent: c.req.header('user-agent'), odkClient: c.req.header('odk-client') }),
       draft,
     });
   } finally {

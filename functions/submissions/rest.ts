@@ -5,8 +5,9 @@ import { jsonBody } from '../../lib/http/body';
 import { jsonArrayResponse } from '../../lib/http/json-stream';
 import { projectId, stringParam } from '../../lib/http/params';
 import { actionNotes, blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
-import { Problem } from '../../lib/problem';
+import { Problem, problems } from '../../lib/problem';
 import * as attachments from '../../lib/submissions/attachments';
+import { submissionClient } from '../../lib/submissions/client';
 import * as comments from '../../lib/submissions/comments';
 import { createSubmission, updateSubmission } from '../../lib/submissions/ingest';
 import * as manage from '../../lib/submissions/manage';
@@ -14,10 +15,18 @@ import * as queries from '../../lib/submissions/queries';
 import * as versions from '../../lib/submissions/versions';
 
 type C = Context<AppEnv, string>;
+/** `?limit=` / `?offset=` as Central reads them (parseInt). @throws 400.11 when not a number. */
+const intQuery = (c: C, name: string): number | null => {
+  const raw = c.req.query(name);
+  if (raw == null) return null;
+  const n = Number.parseInt(raw, 10);
+  if (Number.isNaN(n)) throw problems.user.invalidDataTypeOfParameter({ field: name, expected: 'integer' });
+  return n;
+};
 const F = '/v1/projects/:projectId/forms/:xmlFormId';
 const form = (c: C) => stringParam(c, 'xmlFormId');
 const inst = (c: C) => stringParam(c, 'instanceId');
-const client = (c: C) => ({ deviceId: c.req.query('deviceID') ?? null, userAgent: c.req.header('user-agent') ?? null });
+const client = (c: C) => submissionClient({ deviceId: c.req.query('deviceID'), userAgent: c.req.header('user-agent'), odkClient: c.req.header('odk-client') });
 const target = (c: C, draft: boolean) => ({ projectId: projectId(c), xmlFormId: form(c), instanceId: inst(c), draft });
 const file = async (c: C) => ({ bytes: await bodyBytes(c), contentType: c.req.header('content-type')?.split(';')[0]?.trim() || null });
 /**
@@ -53,7 +62,9 @@ submissionRestRoutes.get(`${F}/submissions/submitters`, async (c) => c.json(awai
 for (const [prefix, draft] of [[`${F}/submissions`, false], [`${F}/draft/submissions`, true]] as const) {
   submissionRestRoutes
     // Streamed as it is read (issue 21): 100,000 submissions in bounded memory, first byte at once.
-    .get(prefix, async (c) => jsonArrayResponse(await queries.listSubmissions(c.var.ctx, projectId(c), form(c), draft, isExtended(c))))
+    .get(prefix, async (c) => jsonArrayResponse(await queries.listSubmissions(c.var.ctx, projectId(c), form(c), draft, isExtended(c), undefined, {
+      deleted: c.req.query('deleted') === 'true', limit: intQuery(c, 'limit'), offset: intQuery(c, 'offset'),
+    })))
     .post(prefix, async (c) =>
       c.json(await createSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), draft, xml: await bodyBytes(c), ...client(c) })))
     .get(`${prefix}/keys`, async (c) => c.json(await manage.listSubmissionKeys(c.var.ctx, projectId(c), form(c), draft)))

@@ -68,7 +68,9 @@ const newRequestId = () => `${Date.now().toString(36)}-${(counter++).toString(36
 /** Renders an error as Central does: Problems as JSON, anything else logged and a bare 500. */
 export function renderError(err: unknown, c: Context<AppEnv>): Response {
   const problem = err instanceof Problem ? err : problemFromDbError(err);
-  if (problem && c.var.openRosa && problem.status < 500) return openRosaError(problem);
+  // A body that does not parse as multipart is refused before the OpenRosa endpoint runs, so
+  // Central answers it as JSON (400.39), like any API error.
+  if (problem && c.var.openRosa && problem.status < 500 && problem.code !== 400.39) return openRosaError(problem);
   if (problem) {
     const retryAfter = (problem.details as { retryAfter?: unknown } | undefined)?.retryAfter;
     if (problem.status === 429 && typeof retryAfter === 'number') c.header('Retry-After', String(retryAfter));
@@ -131,6 +133,9 @@ export function groupApp() {
       // Central's anonymousEndpoints read no credentials at all (a stale cookie must not stop a login).
       if (!isAnonymousRoute(c.req.method, path, new URL(c.req.url).searchParams)) {
         await authenticate(c, ctx);
+        // Central checks X-OpenRosa-Version before an endpoint turns an anonymous caller away (but
+        // after credentials that were sent and are wrong).
+        if (requiresOpenRosaHeader(path)) checkOpenRosaVersion(c.req.header('x-openrosa-version'));
         // Anonymous on a route that needs an actor: 401.2 before anything is loaded, as Central
         // (only for routes that exist, so an unknown path still answers 404).
         // The spec's one exception (interface.md, GET /v1/projects): no credentials at all gives `[]`.

@@ -80,7 +80,7 @@ function parseHead(block: Uint8Array): PartHead {
   for (const line of utf8.decode(block).split('\r\n')) {
     if (line === '') continue;
     const colon = line.indexOf(':');
-    if (colon <= 0) throw new MultipartError('malformed part header');
+    if (colon <= 0) throw new MultipartError('Malformed part header');
     headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
   }
   const disposition = headers.get('content-disposition');
@@ -135,16 +135,16 @@ export async function parseMultipart(
         break;
       }
       if (!atStart && buf.byteLength >= delimiter.byteLength) buf = buf.subarray(buf.byteLength - delimiter.byteLength + 1);
-      if (!(await more())) throw new MultipartError('no opening boundary');
+      if (!(await more())) throw new MultipartError('Unexpected end of form');
     }
     for (;;) {
       // After a boundary: `--` ends the body; else optional padding and CRLF, then a part's head.
-      while (buf.byteLength < 2) if (!(await more())) throw new MultipartError('unexpected end of data');
+      while (buf.byteLength < 2) if (!(await more())) throw new MultipartError('Unexpected end of form');
       if (buf[0] === 45 && buf[1] === 45) return;
       let eol = indexOf(buf, CRLF, 0);
       while (eol < 0) {
         if (buf.byteLength > 256) throw new MultipartError('malformed boundary line');
-        if (!(await more())) throw new MultipartError('unexpected end of data');
+        if (!(await more())) throw new MultipartError('Unexpected end of form');
         eol = indexOf(buf, CRLF, 0);
       }
       if (!/^[ \t]*$/.test(latin1.decode(buf.subarray(0, eol)))) throw new MultipartError('malformed boundary line');
@@ -152,11 +152,16 @@ export async function parseMultipart(
       let headEnd = buf[0] === 13 && buf[1] === 10 ? -2 : indexOf(buf, new Uint8Array([13, 10, 13, 10]), 0);
       while (headEnd === -1) {
         if (buf.byteLength > MAX_HEADER_BYTES) throw new MultipartError('part headers too large');
-        if (!(await more())) throw new MultipartError('unexpected end of data');
+        if (!(await more())) throw new MultipartError('Unexpected end of form');
         headEnd = buf[0] === 13 && buf[1] === 10 ? -2 : indexOf(buf, new Uint8Array([13, 10, 13, 10]), 0);
       }
+      // A delimiter that takes the head's closing CRLF as its own (`…\r\n\r\n--boundary`: no
+      // body, not even the CRLF before the delimiter) leaves the head unfinished, as busboy reads it.
+      const bodyAt = headEnd === -2 ? 2 : headEnd + 4;
+      while (buf.byteLength < bodyAt - 2 + delimiter.byteLength && (await more()));
+      if (indexOf(buf.subarray(bodyAt - 2, bodyAt - 2 + delimiter.byteLength), delimiter, 0) === 0) throw new MultipartError('Malformed part header');
       const head = parseHead(headEnd === -2 ? new Uint8Array(0) : buf.subarray(0, headEnd));
-      buf = buf.subarray(headEnd === -2 ? 2 : headEnd + 4);
+      buf = buf.subarray(bodyAt);
       const sink = await onPart(head);
       // The body: everything up to the next CRLF--boundary. Bytes that could begin a delimiter
       // split across chunks are held back until the next chunk decides.
@@ -173,7 +178,7 @@ export async function parseMultipart(
           await sink.write(buf.subarray(0, buf.byteLength - keep));
           buf = buf.subarray(buf.byteLength - keep);
         }
-        if (!(await more())) throw new MultipartError('unexpected end of data');
+        if (!(await more())) throw new MultipartError('Unexpected end of form');
       }
     }
   } finally {
@@ -207,6 +212,9 @@ export async function readOpenRosaMultipart(c: Context<AppEnv>): Promise<{
   discard: () => Promise<void>;
 }> {
   const type = c.req.header('content-type') ?? '';
+  // As Central (multer): a body that is not multipart at all has no xml_submission_file part;
+  // another multipart type is one the parser does not support.
+  if (!/^multipart\//i.test(type)) throw problems.submission.missingMultipartField();
   if (!/^multipart\/form-data/i.test(type)) throw problems.submission.multipartParsingFailed('Unsupported content type.');
   const boundary = multipartBoundary(type);
   if (!boundary) throw problems.submission.multipartParsingFailed('Multipart: Boundary not found');
@@ -244,7 +252,8 @@ export async function readOpenRosaMultipart(c: Context<AppEnv>): Promise<{
         };
       }
       if (head.filename == null) return ignore; // other text fields: not part of a submission
-      const name = head.filename || head.name;
+      // Stored under the part's field name, as Central (multer's fieldname), not its filename.
+      const name = head.name;
       // A media part is stored under the name the XML gives it; a path is never a valid one.
       if (/[/\\\0]|^\.\.?$/.test(name) || name.length > 255) {
         throw problems.user.unexpectedValue({ field: 'filename', value: name, reason: 'a media file name may not contain a path.' });

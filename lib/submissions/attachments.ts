@@ -3,7 +3,6 @@ import { blobs, submissionAttachments } from '../../drizzle/schema';
 import { audit } from '../audits/log';
 import { storeBlob } from '../blobs';
 import { withTx, type Ctx } from '../context';
-import { attachmentContentType } from '../forms/attachments';
 import { rejection, verbsOn } from '../authz/can';
 import { formActee, getFormOrNotFound } from '../forms/queries';
 import { problems } from '../problem';
@@ -39,7 +38,9 @@ export async function listAttachments(ctx: Ctx, t: AttachmentTarget): Promise<Ar
 
 /**
  * One received file of a version (GET S/attachments/{filename}, also draft and per version).
- * @returns `{ name, sha, md5, contentType }` for lib/http/responses blobResponse (ETag = MD5).
+ * @returns `{ name, sha, md5, contentType }` for lib/http/responses blobResponse (ETag = MD5); the
+ *   type as uploaded (an upload without one: text/csv for .csv, application/geo+json for .geojson,
+ *   else application/octet-stream), with `; charset=utf-8` on text types, as Central serves it.
  * @throws 404.1 unknown or not received; 401.2/403.1 without submission.read.
  */
 export async function getAttachmentFile(ctx: Ctx, t: AttachmentTarget, name: string) {
@@ -50,7 +51,28 @@ export async function getAttachmentFile(ctx: Ctx, t: AttachmentTarget, name: str
     .innerJoin(blobs, eq(blobs.id, submissionAttachments.blobId))
     .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, name)));
   if (!row) throw problems.user.notFound();
-  return { name, sha: row.sha, md5: row.md5, contentType: attachmentContentType(name, row.a.contentType) };
+  return { name, sha: row.sha, md5: row.md5, contentType: servedType(row.a.contentType) };
+}
+
+/**
+ * The type Central stores for an upload without one (util/blob.js defaultMimetypeFor): by name for
+ * CSV and GeoJSON only; anything else stays unknown (served as application/octet-stream).
+ */
+function defaultTypeFor(name: string): string | null {
+  const ext = name.includes('.') ? name.slice(name.lastIndexOf('.')).toLowerCase() : '';
+  return ext === '.csv' ? 'text/csv' : ext === '.geojson' ? 'application/geo+json' : null;
+}
+
+/**
+ * The Content-Type a stored type is served with, as Central's Express sets it: unknown is
+ * application/octet-stream, and text types (and JSON, JavaScript) get `; charset=utf-8` unless they
+ * name a charset.
+ */
+function servedType(stored: string | null): string {
+  const type = stored || 'application/octet-stream';
+  if (/;\s*charset=/i.test(type)) return type;
+  const base = type.split(';')[0]!.trim().toLowerCase();
+  return /^text\/|^application\/(javascript|json)$/.test(base) ? `${type}; charset=utf-8` : type;
 }
 
 /**
@@ -90,7 +112,7 @@ export async function setAttachment(ctx: Ctx, t: AttachmentTarget, name: string,
     const blob = file ? await storeBlob(tx, file.bytes, file.contentType) : null;
     await tx.db
       .update(submissionAttachments)
-      .set({ blobId: blob?.id ?? null, contentType: file?.contentType ?? null, updatedAt: new Date() })
+      .set({ blobId: blob?.id ?? null, contentType: file ? file.contentType || defaultTypeFor(name) : null, updatedAt: new Date() })
       .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, name)));
     await audit(tx, tx, 'submission.attachment.update', f.form.acteeId, {
       submissionId: sub.id, instanceId: sub.instanceId, submissionDefId: def.id, name, oldBlobId: row.blobId, newBlobId: blob?.id ?? null,

@@ -6,8 +6,9 @@ import { audit } from '../audits/log';
 import { auditJson } from '../audits';
 import { withTx, type Ctx } from '../context';
 import { enqueueJob, withJobs } from '../jobs';
+import { usesEnketo } from '../forms/enketo';
 import { canOnFormOrReject, formJson, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
-import { problems } from '../problem';
+import { Problem, problems } from '../problem';
 import { parseInput } from '../validation';
 import { actorsById, getSubmissionOrNotFound } from './queries';
 import { loadReadable } from './versions';
@@ -76,14 +77,25 @@ export async function restoreSubmission(ctx: Ctx, projectId: number, xmlFormId: 
   });
 }
 
+/** Central's 409.11: the form has no Enketo id (never pushed to Enketo, or Enketo not configured). */
+const enketoNotReady = () => new Problem(409.11, 'The form you tried to access is not ready for web use yet. Please wait some time and try again.');
+/** Central's 409.12: only submissions of open forms are edited on the web. */
+const editingClosingOrClosed = () => new Problem(409.12, 'You are trying to edit a submission of a Form that is in Closing or Closed state. In this version of Central, you can only edit the submissions of Open Forms. We will fix this in a future version for Central.');
+
 /**
- * Web editing of a submission (GET S/edit): needs Enketo or Web Forms editing, which this server
- * does not have yet (issue 4). As Central, the form, the rights and the submission are checked first.
- * @throws 404.1 unknown form or submission; 401.2/403.1 without submission.update; else always
- *   501.1 (not supported). Reads only.
+ * Web editing of a submission (GET S/edit). As Central, in this order: the form (404.1), the rights
+ * (submission.update), a form without an Enketo id or no Enketo configured (409.11), a form not open (409.12), the
+ * submission (404.1); then the redirect to the web editor, which this server does not do yet (501.1).
+ * @throws 404.1; 401.2/403.1 without submission.update; 409.11; 409.12; else 501.1. Reads only.
  */
 export async function editSubmission(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string): Promise<never> {
-  await load(ctx, projectId, xmlFormId, instanceId, false, 'submission.update');
+  const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
+  await canOnFormOrReject(ctx, 'submission.update', f);
+  // Without an Enketo server configured, the form's public ids are this server's own (Web Forms),
+  // not Enketo's: answered as Central does when Enketo never gave the form an id.
+  if (f.form.enketoId == null || !usesEnketo(ctx)) throw enketoNotReady();
+  if (f.form.state !== 'open') throw editingClosingOrClosed();
+  await getSubmissionOrNotFound(ctx, f, instanceId, false);
   throw problems.internal.notImplemented({ feature: 'submission editing' });
 }
 

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import { actors, submissionDefs, submissions, type ActorRow, type SubmissionDefRow, type SubmissionRow } from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
@@ -110,30 +110,49 @@ function listJson(r: ListRow, sub?: ActorPick | null, def?: ActorPick | null) {
  * Submissions of a form, newest first (GET F/submissions and F/draft/submissions), as batches of
  * Submission JSON read by keyset on (createdAt, id) — the index submissions_form_created — so the
  * list streams (lib/http/json-stream.ts) with memory bounded by a batch. Extended adds the
- * submitter (Actor) at both levels, joined in the same query. Deleted submissions are left out.
- * Rights and the form are checked before this returns, so they fail before the first byte.
+ * submitter (Actor) at both levels, joined in the same query. Deleted submissions are left out,
+ * or, with `deleted`, only they are listed (Central's `?deleted=true`). `offset` skips that many
+ * and `limit` stops after that many (Central's paging). Rights, the form and (draft) the draft's
+ * existence are checked before this returns, so they fail before the first byte.
  * @param batch rows per query (1,000).
  * @returns an async generator of batches (arrays of Submission JSON).
- * @throws 404.1 unknown form; 401.2/403.1 without submission.list. Reads only.
+ * @throws 404.1 unknown form, or no draft for the draft list; 401.2/403.1 without submission.list.
+ *   Reads only.
  */
-export async function listSubmissions(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, extended: boolean, batch = 1000) {
+export async function listSubmissions(
+  ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, extended: boolean,
+  batch = 1000, page: { deleted?: boolean; limit?: number | null; offset?: number | null } = {},
+) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canOnFormOrReject(ctx, 'submission.list', f);
-  const base = and(eq(submissions.formId, f.form.id), eq(submissions.draft, draft), isNull(submissions.deletedAt));
+  if (draft && f.form.draftDefId == null) throw problems.user.notFound();
+  const base = and(eq(submissions.formId, f.form.id), eq(submissions.draft, draft), page.deleted ? isNotNull(submissions.deletedAt) : isNull(submissions.deletedAt));
   const after = (k: SubmissionKey | null) => (k ? and(base, sql`(${submissions.createdAt}, ${submissions.id}) < (${k.createdAt.toISOString()}::timestamptz, ${k.id})`) : base);
   const key = (r: { createdAt: Date; id: number }): SubmissionKey => ({ createdAt: r.createdAt, id: r.id });
+  // Paging: the offset applies to the first read only (later reads continue by key); reads stop
+  // once `limit` rows were taken.
+  let taken = 0;
+  const max = page.limit != null && page.limit >= 0 ? page.limit : Infinity;
+  const offset = page.offset != null && page.offset > 0 ? page.offset : 0;
+  const paged = <R>(read: (k: SubmissionKey | null, n: number) => Promise<R[]>) => async (k: SubmissionKey | null, size: number): Promise<R[]> => {
+    const n = Math.min(size, max - taken);
+    if (n <= 0) return [];
+    const rows = await read(k, n);
+    taken += rows.length;
+    return rows;
+  };
   if (!extended) {
-    const pages = keysetBatches((k: SubmissionKey | null, limit) => ctx.db.select(listColumns).from(submissions)
+    const pages = keysetBatches(paged((k, n) => ctx.db.select(listColumns).from(submissions)
       .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
-      .where(after(k)).orderBy(desc(submissions.createdAt), desc(submissions.id)).limit(limit), key, batch);
+      .where(after(k)).orderBy(desc(submissions.createdAt), desc(submissions.id)).limit(n).offset(k == null ? offset : 0)), key, batch);
     return mapBatches(pages, (r) => listJson(r));
   }
-  const pages = keysetBatches((k: SubmissionKey | null, limit) => ctx.db.select({ ...listColumns, sub: subActorColumns, def: defActorColumns })
+  const pages = keysetBatches(paged((k, n) => ctx.db.select({ ...listColumns, sub: subActorColumns, def: defActorColumns })
     .from(submissions)
     .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
     .leftJoin(subActor, eq(subActor.id, submissions.submitterId))
     .leftJoin(defActor, eq(defActor.id, submissionDefs.submitterId))
-    .where(after(k)).orderBy(desc(submissions.createdAt), desc(submissions.id)).limit(limit), key, batch);
+    .where(after(k)).orderBy(desc(submissions.createdAt), desc(submissions.id)).limit(n).offset(k == null ? offset : 0)), key, batch);
   return mapBatches(pages, (r) => listJson(r, r.sub, r.def));
 }
 

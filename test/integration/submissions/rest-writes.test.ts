@@ -345,7 +345,7 @@ describe('PUT S (REST edit)', () => {
 });
 
 describe('GET S for a later version; S/edit', () => {
-  test("an edit's instanceID answers Central's 301 to S/versions/{id} (S, .xml, attachments, query kept); unknown 404.1; S/edit 501.1", async () => {
+  test("an edit's instanceID answers Central's 301 to S/versions/{id} (S, .xml, attachments, query kept); unknown 404.1; S/edit 409.11 without Enketo", async () => {
     const h = await harness();
     await createForm(h, 'simple');
     await create(h, 'simple', fixture('submissions/simple.one.xml'));
@@ -367,10 +367,12 @@ describe('GET S for a later version; S/edit', () => {
     await expectProblem(await h.get(S(h, 'simple', 'nope'), { as: 'bob' }), 404, NOT_FOUND);
     // Rights come first: chelsea cannot learn the version exists.
     await expectProblem(await h.get(S(h, 'simple', 'uuid:one-edit'), { as: 'chelsea' }), 403, FORBIDDEN);
+    // No Enketo server configured: Central's answer for a form Enketo never gave an id (409.11),
+    // after the form and the rights, before the submission is looked up (Central's order).
     const ed = await h.get(`${S(h, 'simple', 'one')}/edit`, { as: 'bob' });
-    await expectProblem(ed, 501, { code: 501.1 });
-    // The form, the rights and the submission are checked before that (as Central does).
-    await expectProblem(await h.get(`${S(h, 'simple', 'nope')}/edit`, { as: 'bob' }), 404, NOT_FOUND);
+    await expectProblem(ed, 409, { code: 409.11 });
+    await expectProblem(await h.get(`${S(h, 'simple', 'nope')}/edit`, { as: 'bob' }), 409, { code: 409.11 });
+    await expectProblem(await h.get(`${F(h, 'nope')}/submissions/one/edit`, { as: 'bob' }), 404, NOT_FOUND);
     await expectProblem(await h.get(`${S(h, 'simple', 'one')}/edit`, { as: 'chelsea' }), 403, FORBIDDEN);
     await expectProblem(await h.get(`${S(h, 'simple', 'one')}/edit`), 401, AUTH_FAILED);
   });
@@ -554,9 +556,11 @@ describe('S/attachments (REST upload, download, clear)', () => {
     expect(await cached.text()).toBe('');
     expect((await h.get(`${base}/attachments/${FILE1}`, { as: 'bob', headers: { 'If-None-Match': '"other"' } })).status).toBe(200);
 
-    // No Content-Type: derived from the name.
+    // No Content-Type (none, or empty): application/octet-stream, as Central stores and serves it.
     expect((await h.post(`${base}/attachments/${FILE2}`, { as: 'bob', body: enc.encode('jpeg bytes') })).status).toBe(200);
-    expect((await h.get(`${base}/attachments/${FILE2}`, { as: 'bob' })).headers.get('content-type')).toBe('image/jpeg');
+    expect((await h.get(`${base}/attachments/${FILE2}`, { as: 'bob' })).headers.get('content-type')).toBe('application/octet-stream');
+    expect((await h.post(`${base}/attachments/${FILE2}`, { as: 'bob', body: enc.encode('jpeg bytes'), headers: { 'Content-Type': '' } })).status).toBe(200);
+    expect((await h.get(`${base}/attachments/${FILE2}`, { as: 'bob' })).headers.get('content-type')).toBe('application/octet-stream');
 
     // Re-upload replaces: new bytes, new ETag; the old ETag no longer matches.
     expect((await h.post(`${base}/attachments/${FILE1}`, { as: 'bob', body: enc.encode('second take'), headers: { 'Content-Type': 'video/mp4' } })).status).toBe(200);
@@ -875,8 +879,8 @@ describe('role matrix', () => {
     { name: 'POST F/draft/submissions/S/attachments/{name}', method: 'POST', write: true, req: (h) => ({ path: `${dsub(h)}/attachments/${FILE2}`, ...bytes }) },
     { name: 'DELETE F/draft/submissions/S/attachments/{name}', method: 'DELETE', write: true, req: (h) => ({ path: `${dsub(h)}/attachments/${FILE2}` }) },
     { name: 'DELETE S/versions/{v}/attachments/{name}', method: 'DELETE', write: true, req: (h) => ({ path: `${sub(h)}/versions/both/attachments/${FILE1}` }) },
-    // Not supported (501.1) for those allowed; rights are checked first.
-    { name: 'GET S/edit', method: 'GET', write: true, ok: 501, req: (h) => ({ path: `${sub(h)}/edit` }) },
+    // Without Enketo, 409.11 for those allowed; rights are checked first.
+    { name: 'GET S/edit', method: 'GET', write: true, ok: 409, req: (h) => ({ path: `${sub(h)}/edit` }) },
   ];
 
   /** binaryType with 'both' (FILE1 uploaded, then edited to 'both-edit'), and a draft with its own 'both'. */
@@ -908,7 +912,7 @@ describe('role matrix', () => {
       const res = await send(as);
       const text = await res.text();
       expect(res.status, `${as}: ${text}`).toBe(row.ok ?? 200);
-      if (row.ok === 501) expect(JSON.parse(text)).toMatchObject({ code: 501.1 });
+      if (row.ok === 409) expect(JSON.parse(text)).toMatchObject({ code: 409.11 });
     }
   });
 });
