@@ -36,7 +36,10 @@ import { createProject } from '../lib/projects';
 import { withDeps } from '../lib/runtime/entry';
 import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
-import { openDatabase } from '../lib/runtime/node';
+import { nativeDeflateRaw, openDatabase } from '../lib/runtime/node';
+import { nativeHashStream } from '../lib/runtime/native-hash';
+import { nativeAesCfb } from '../lib/runtime/native-crypto';
+import { crc32 as zlibCrc32 } from 'node:zlib';
 import { rawRows } from '../lib/db/raw';
 import { benchAdmin } from './admin';
 
@@ -54,7 +57,11 @@ const blobDir = join(tmpdir(), `fieldbase-bench-ingest-${process.pid}`);
 const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '4' }, { localServer: true });
 const database = await openDatabase(config, { pgliteDir: 'memory://' });
 await database.migrate();
-const deps = { db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore(blobDir) };
+// The native helpers the local server has (createNodeDeps): hashing of media parts above all.
+const deps = {
+  db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore(blobDir),
+  deflateRaw: nativeDeflateRaw, crc32: zlibCrc32, aesCfb: nativeAesCfb, hashStream: nativeHashStream,
+};
 const ctx = systemCtx(deps);
 const app = withDeps(localApp(), () => ({ deps }));
 

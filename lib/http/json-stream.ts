@@ -46,20 +46,24 @@ export async function* arrayBatches<R>(rows: R[], size = 1000): AsyncGenerator<R
 /**
  * A JSON array as a byte stream: `[`, each batch's elements (as `render` maps them) separated by
  * commas, `]`; one chunk per batch, pulled as the client reads. The first batch has been read by
- * the time this resolves. @throws what reading or rendering the first batch threw.
+ * the time this resolves. `serialized`: `render` gives JSON texts already (SQL-built rows), sent as
+ * they are. @throws what reading or rendering the first batch threw.
  */
 export async function jsonArrayStream<R>(
   batches: AsyncGenerator<R[]>,
   render: (batch: R[]) => unknown[] | Promise<unknown[]>,
+  serialized = false,
 ): Promise<ReadableStream<Uint8Array>> {
   const text = async (batch: R[], first: boolean) => {
     const items = await render(batch);
-    let out = '';
-    for (let i = 0; i < items.length; i += 1) out += (first && i === 0 ? '' : ',') + JSON.stringify(items[i]);
-    return out;
+    if (items.length === 0) return '';
+    const texts = serialized ? (items as string[]) : items.map((x) => JSON.stringify(x));
+    return (first ? '' : ',') + texts.join(',');
   };
   const head = await batches.next();
   let firstChunk: string | null = '[' + (head.done ? '' : await text(head.value, true));
+  // A first batch that rendered to nothing leaves the next one first (no leading comma).
+  let started = firstChunk.length > 1;
   const empty = head.done === true;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -80,7 +84,9 @@ export async function jsonArrayStream<R>(
         controller.close();
         return;
       }
-      controller.enqueue(encoder.encode(await text(next.value, false)));
+      const chunk = await text(next.value, !started);
+      if (chunk !== '') started = true;
+      controller.enqueue(encoder.encode(chunk));
     },
     async cancel() {
       await batches.return(undefined);
@@ -95,7 +101,8 @@ export async function jsonArrayStream<R>(
 export async function jsonArrayResponse<R>(
   batches: AsyncGenerator<R[]>,
   render: (batch: R[]) => unknown[] | Promise<unknown[]> = (b) => b,
+  serialized = false,
 ): Promise<Response> {
-  const body = await jsonArrayStream(batches, render);
+  const body = await jsonArrayStream(batches, render, serialized);
   return new Response(body, { status: 200, headers: { 'Content-Type': 'application/json; charset=utf-8' } });
 }

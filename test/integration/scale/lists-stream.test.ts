@@ -80,7 +80,7 @@ describe('streamed lists', () => {
     await seed(h, 500);
     const ctx = systemCtx(h.deps);
     // Batches of 100: the first chunk holds rows c500..c401 and the one read ahead c400..c301.
-    const stream = await jsonArrayStream(await listSubmissions(ctx, h.projectId, 'simple', false, false, 100), (b) => b);
+    const stream = await jsonArrayStream(await listSubmissions(ctx, h.projectId, 'simple', false, false, 100), (b) => b, true);
     const reader = stream.getReader();
     const dec = new TextDecoder();
     let text = dec.decode((await reader.read()).value!);
