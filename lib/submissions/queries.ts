@@ -1,5 +1,5 @@
-import { and, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
-import { alias } from 'drizzle-orm/pg-core';
+import { and, desc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
+import { rawRows } from '../db/raw';
 import { actors, submissionDefs, submissions, type ActorRow, type SubmissionDefRow, type SubmissionRow } from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
 import type { Ctx } from '../context';
@@ -47,113 +47,60 @@ export async function actorsById(ctx: Ctx, ids: Array<number | null>): Promise<M
   return new Map(rows.map((a) => [a.id, a]));
 }
 
-/** Where a newest-first page of submissions ends: the last row's (createdAt, id). */
-type SubmissionKey = { createdAt: Date; id: number };
-
-/** One row of the submissions list: what its JSON needs and nothing more (no XML, no values). */
-const listColumns = {
-  id: submissions.id,
-  instanceId: submissions.instanceId,
-  submitterId: submissions.submitterId,
-  deviceId: submissions.deviceId,
-  createdAt: submissions.createdAt,
-  updatedAt: submissions.updatedAt,
-  reviewState: submissions.reviewState,
-  userAgent: submissions.userAgent,
-  deletedAt: submissions.deletedAt,
-  defSubmitterId: submissionDefs.submitterId,
-  defCreatedAt: submissionDefs.createdAt,
-  instanceName: submissionDefs.instanceName,
-  defInstanceId: submissionDefs.instanceId,
-  current: submissionDefs.current,
-  defDeviceId: submissionDefs.deviceId,
-  defUserAgent: submissionDefs.userAgent,
-};
-const subActor = alias(actors, 'sub_actor');
-const defActor = alias(actors, 'def_actor');
-const subActorColumns = { id: subActor.id, type: subActor.type, displayName: subActor.displayName, createdAt: subActor.createdAt, updatedAt: subActor.updatedAt, deletedAt: subActor.deletedAt };
-const defActorColumns = { id: defActor.id, type: defActor.type, displayName: defActor.displayName, createdAt: defActor.createdAt, updatedAt: defActor.updatedAt, deletedAt: defActor.deletedAt };
-interface ListRow {
-  id: number; instanceId: string; submitterId: number | null; deviceId: string | null; createdAt: Date; updatedAt: Date | null;
-  reviewState: SubmissionRow['reviewState']; userAgent: string | null; deletedAt: Date | null; defSubmitterId: number | null;
-  defCreatedAt: Date; instanceName: string | null; defInstanceId: string; current: boolean; defDeviceId: string | null; defUserAgent: string | null;
-}
-type ActorPick = Pick<ActorRow, 'id' | 'type' | 'displayName' | 'createdAt' | 'updatedAt' | 'deletedAt'>;
-
-/** A list row as Submission JSON: the same keys, in the same order, as submissionJson. */
-function listJson(r: ListRow, sub?: ActorPick | null, def?: ActorPick | null) {
-  const version = {
-    submitterId: r.defSubmitterId,
-    createdAt: r.defCreatedAt.toISOString(),
-    instanceName: r.instanceName,
-    instanceId: r.defInstanceId,
-    current: r.current,
-    deviceId: r.defDeviceId,
-    userAgent: r.defUserAgent,
-    ...(def !== undefined ? { submitter: def && def.id != null ? actorJson(def) : null } : {}),
-  };
-  return {
-    instanceId: r.instanceId,
-    submitterId: r.submitterId,
-    deviceId: r.deviceId,
-    createdAt: r.createdAt.toISOString(),
-    updatedAt: iso(r.updatedAt),
-    reviewState: r.reviewState,
-    userAgent: r.userAgent,
-    deletedAt: iso(r.deletedAt),
-    ...(sub !== undefined ? { submitter: sub && sub.id != null ? actorJson(sub) : null } : {}),
-    currentVersion: version,
-  };
-}
+/** Central's ISO time (Date#toISOString: milliseconds, `Z`) of a timestamptz, in SQL. */
+const isoSql = (col: SQL) => sql`to_char(${col} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+/** An Actor's JSON (actorJson) from an `actors` alias, in SQL; null without one. */
+const actorSql = (a: string) => sql.raw(`case when ${a}.id is null then null else (select row_to_json(x) from (select ${a}.id, ${a}.type, ` +
+  `${a}.display_name as "displayName", to_char(${a}.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "createdAt", ` +
+  `to_char(${a}.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "updatedAt", ` +
+  `to_char(${a}.deleted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as "deletedAt") x) end`);
 
 /**
  * Submissions of a form, newest first (GET F/submissions and F/draft/submissions), as batches of
- * Submission JSON read by keyset on (createdAt, id) — the index submissions_form_created — so the
- * list streams (lib/http/json-stream.ts) with memory bounded by a batch. Extended adds the
- * submitter (Actor) at both levels, joined in the same query. Deleted submissions are left out,
- * or, with `deleted`, only they are listed (Central's `?deleted=true`). `offset` skips that many
- * and `limit` stops after that many (Central's paging). Rights, the form and (draft) the draft's
- * existence are checked before this returns, so they fail before the first byte.
+ * Submission JSON texts read by keyset on (createdAt, id) — the index submissions_form_created — so
+ * the list streams (lib/http/json-stream.ts) with memory bounded by a batch. PostgreSQL writes each
+ * row's JSON (row_to_json: compact, the keys in submissionJson's order, times as toISOString writes
+ * them), so a row costs the server no parsing or serialising. Extended adds the submitter (Actor)
+ * at both levels, joined in the same query. Deleted submissions are left out. The form and rights
+ * are checked before this returns, so they fail before the first byte.
  * @param batch rows per query (1,000).
- * @returns an async generator of batches (arrays of Submission JSON).
- * @throws 404.1 unknown form, or no draft for the draft list; 401.2/403.1 without submission.list.
- *   Reads only.
+ * @param opts Central's `?deleted=true` (the Trash: only deleted submissions, same order) and
+ *   `?limit=` / `?offset=` (a page of the list).
+ * @returns an async generator of batches of JSON texts (one Submission each).
+ * @throws 404.1 unknown form; 401.2/403.1 without submission.list. Reads only.
  */
 export async function listSubmissions(
-  ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, extended: boolean,
-  batch = 1000, page: { deleted?: boolean; limit?: number | null; offset?: number | null } = {},
+  ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, extended: boolean, batch = 1000,
+  opts: { deleted?: boolean; limit?: number | null; offset?: number | null } = {},
 ) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canOnFormOrReject(ctx, 'submission.list', f);
+  // No draft: the draft list is 404.1, as Central.
   if (draft && f.form.draftDefId == null) throw problems.user.notFound();
-  const base = and(eq(submissions.formId, f.form.id), eq(submissions.draft, draft), page.deleted ? isNotNull(submissions.deletedAt) : isNull(submissions.deletedAt));
-  const after = (k: SubmissionKey | null) => (k ? and(base, sql`(${submissions.createdAt}, ${submissions.id}) < (${k.createdAt.toISOString()}::timestamptz, ${k.id})`) : base);
-  const key = (r: { createdAt: Date; id: number }): SubmissionKey => ({ createdAt: r.createdAt, id: r.id });
-  // Paging: the offset applies to the first read only (later reads continue by key); reads stop
-  // once `limit` rows were taken.
-  let taken = 0;
-  const max = page.limit != null && page.limit >= 0 ? page.limit : Infinity;
-  const offset = page.offset != null && page.offset > 0 ? page.offset : 0;
-  const paged = <R>(read: (k: SubmissionKey | null, n: number) => Promise<R[]>) => async (k: SubmissionKey | null, size: number): Promise<R[]> => {
-    const n = Math.min(size, max - taken);
-    if (n <= 0) return [];
-    const rows = await read(k, n);
-    taken += rows.length;
+  // row_to_json writes compact JSON (as JSON.stringify), its keys in the select's order.
+  const json = sql`(select row_to_json(x)::text from (select s.instance_id as "instanceId", s.submitter_id as "submitterId",
+    s.device_id as "deviceId", ${isoSql(sql`s.created_at`)} as "createdAt", ${isoSql(sql`s.updated_at`)} as "updatedAt",
+    s.review_state as "reviewState", s.user_agent as "userAgent", ${isoSql(sql`s.deleted_at`)} as "deletedAt",
+    ${extended ? sql`${actorSql('sa')} as "submitter", ` : sql``}(select row_to_json(v) from (select d.submitter_id as "submitterId",
+      ${isoSql(sql`d.created_at`)} as "createdAt", d.instance_name as "instanceName", d.instance_id as "instanceId", d.current,
+      d.device_id as "deviceId", d.user_agent as "userAgent"${extended ? sql`, ${actorSql('da')} as "submitter"` : sql``}) v) as "currentVersion") x)`;
+  const joins = extended ? sql`left join actors sa on sa.id = s.submitter_id left join actors da on da.id = d.submitter_id` : sql``;
+  type Row = { k: string; id: number; j: string };
+  let left = opts.limit ?? Infinity;
+  const read = async (after: { k: string; id: number } | null, size: number): Promise<Row[]> => {
+    if (left <= 0 && after) return [];
+    const limit = Math.min(size, left);
+    const rows = await rawRows<Row>(ctx.db, sql`
+    select s.created_at::text as k, s.id, ${json} as j
+    from submissions s join submission_defs d on d.id = s.current_def_id ${joins}
+    where s.form_id = ${f.form.id} and s.draft = ${draft} and s.deleted_at is ${opts.deleted ? sql`not null` : sql`null`}
+      ${after ? sql`and (s.created_at, s.id) < (${after.k}::timestamptz, ${after.id})` : sql``}
+    order by s.created_at desc, s.id desc limit ${limit}${after || opts.offset == null ? sql`` : sql` offset ${opts.offset}`}`);
+    left -= rows.length;
     return rows;
   };
-  if (!extended) {
-    const pages = keysetBatches(paged((k, n) => ctx.db.select(listColumns).from(submissions)
-      .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
-      .where(after(k)).orderBy(desc(submissions.createdAt), desc(submissions.id)).limit(n).offset(k == null ? offset : 0)), key, batch);
-    return mapBatches(pages, (r) => listJson(r));
-  }
-  const pages = keysetBatches(paged((k, n) => ctx.db.select({ ...listColumns, sub: subActorColumns, def: defActorColumns })
-    .from(submissions)
-    .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
-    .leftJoin(subActor, eq(subActor.id, submissions.submitterId))
-    .leftJoin(defActor, eq(defActor.id, submissionDefs.submitterId))
-    .where(after(k)).orderBy(desc(submissions.createdAt), desc(submissions.id)).limit(n).offset(k == null ? offset : 0)), key, batch);
-  return mapBatches(pages, (r) => listJson(r, r.sub, r.def));
+  const pages = keysetBatches(read, (r) => ({ k: r.k, id: r.id }), batch);
+  return mapBatches(pages, (r) => r.j);
 }
 
 /** Maps each row of each batch. */
