@@ -8,6 +8,7 @@ import { actionNotes, blobResponse, bodyBytes, xmlResponse } from '../../lib/htt
 import { Problem, problems } from '../../lib/problem';
 import * as attachments from '../../lib/submissions/attachments';
 import { submissionClient } from '../../lib/submissions/client';
+import { withEntityDetails } from '../../lib/entities/audits';
 import * as comments from '../../lib/submissions/comments';
 import { createSubmission, updateSubmission } from '../../lib/submissions/ingest';
 import * as manage from '../../lib/submissions/manage';
@@ -64,7 +65,7 @@ for (const [prefix, draft] of [[`${F}/submissions`, false], [`${F}/draft/submiss
     // Streamed as it is read (issue 21): 100,000 submissions in bounded memory, first byte at once.
     .get(prefix, async (c) => jsonArrayResponse(await queries.listSubmissions(c.var.ctx, projectId(c), form(c), draft, isExtended(c), undefined, {
       deleted: c.req.query('deleted') === 'true', limit: intQuery(c, 'limit'), offset: intQuery(c, 'offset'),
-    })))
+    }), (b) => b, true))
     .post(prefix, async (c) =>
       c.json(await createSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), draft, xml: await bodyBytes(c), ...client(c) })))
     .get(`${prefix}/keys`, async (c) => c.json(await manage.listSubmissionKeys(c.var.ctx, projectId(c), form(c), draft)))
@@ -121,7 +122,11 @@ for (const [base, draft] of [[S, false], [`${F}/draft/submissions/:instanceId`, 
   const V = `${base}/versions/:versionId`;
   const version = (c: C) => ({ ...target(c, draft), versionId: stringParam(c, 'versionId') });
   submissionRestRoutes
-    .get(`${base}/audits`, async (c) => c.json(await manage.listSubmissionAudits(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c), draft)))
+    .get(`${base}/audits`, async (c) => {
+      const rows = await manage.listSubmissionAudits(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c), draft);
+      // Extended: events about an entity show it (lib/entities sits above lib/submissions).
+      return c.json(isExtended(c) ? await withEntityDetails(c.var.ctx, rows) : rows);
+    })
     .get(`${base}/diffs`, async (c) => c.json(await versions.diffVersions(c.var.ctx, projectId(c), form(c), inst(c), draft)))
     .get(`${base}/versions`, async (c) => c.json(await versions.listVersions(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c), draft)))
     .get(`${base}/versions/:file{[^/]+\\.xml}`, async (c) =>
