@@ -490,21 +490,57 @@ export async function patchDataset(ctx: Ctx, projectId: number, name: string, bo
   });
 }
 
+/** A submission still waiting for its entity, with the event that would have made it (Central's unprocessed submissions). */
+export interface PendingSubmission {
+  submissionId: number;
+  submissionDefId: number;
+  /** The submission's latest submission.create or submission.update.version audit. */
+  auditId: number;
+  action: string;
+  actorId: number | null;
+}
+
 /**
- * Submissions of forms that feed a Dataset, not yet turned into entities and not reviewed
- * (received, hasIssues, edited): those waiting for approval. Reads only.
+ * Submissions waiting for approval to make an entity of a Dataset (Central's unprocessed
+ * submissions): current versions of live submissions to live forms that declare it, not reviewed
+ * (received, hasIssues, edited), with no entity version in this Dataset from any of their versions
+ * and no entity.error for the current version; each with its latest submission.create /
+ * submission.update.version audit (without one it is not counted). Oldest first. Reads only.
  */
-export async function countPendingSubmissions(ctx: Ctx, datasetId: number): Promise<number> {
-  const [row] = await ctx.db.execute<{ n: number }>(sql`
-    select count(distinct s.id)::int as n from dataset_form_defs dfd
+export async function pendingSubmissionEvents(ctx: Ctx, datasetId: number): Promise<PendingSubmission[]> {
+  const res = await ctx.db.execute<{ submission_id: number; submission_def_id: number; audit_id: number; action: string; actor_id: number | null }>(sql`
+    select s.id as submission_id, sd.id as submission_def_id, a.id as audit_id, a.action, a.actor_id
+    from dataset_form_defs dfd
     join submission_defs sd on sd.form_def_id = dfd.form_def_id and sd.current
     join submissions s on s.id = sd.submission_id and not s.draft and s.deleted_at is null
     join forms f on f.id = s.form_id and f.deleted_at is null
+    join lateral (select a.id, a.action, a.actor_id from audits a
+      where a.details ? 'submissionId' and (a.details ->> 'submissionId')::int = s.id
+        and a.action in ('submission.create', 'submission.update.version')
+      order by a.id desc limit 1) a on true
     where dfd.dataset_id = ${datasetId}
       and (s.review_state is null or s.review_state in ('hasIssues', 'edited'))
-      and not exists (select 1 from entity_def_sources es where es.submission_def_id = sd.id)`)
-    .then((r) => (Array.isArray(r) ? r : (r as unknown as { rows: Array<{ n: number }> }).rows));
-  return row?.n ?? 0;
+      and not exists (select 1 from submission_defs any_def
+        join entity_def_sources es on es.submission_def_id = any_def.id
+        join entity_defs ed on ed.source_id = es.id
+        join entities e on e.id = ed.entity_id and e.dataset_id = ${datasetId}
+        where any_def.submission_id = s.id)
+      and not exists (select 1 from audits err
+        where err.details ? 'submissionId' and (err.details ->> 'submissionId')::int = s.id
+          and err.action = 'entity.error' and (err.details ->> 'submissionDefId')::int = sd.id)
+    order by s.id`);
+  const rows = (Array.isArray(res) ? res : (res as unknown as { rows: unknown[] }).rows) as Array<{
+    submission_id: number; submission_def_id: number; audit_id: number | string; action: string; actor_id: number | null;
+  }>;
+  return rows.map((r) => ({
+    submissionId: Number(r.submission_id), submissionDefId: Number(r.submission_def_id), auditId: Number(r.audit_id),
+    action: r.action, actorId: r.actor_id == null ? null : Number(r.actor_id),
+  }));
+}
+
+/** How many submissions wait for approval to make an entity of a Dataset (`pendingSubmissionEvents`). Reads only. */
+export async function countPendingSubmissions(ctx: Ctx, datasetId: number): Promise<number> {
+  return (await pendingSubmissionEvents(ctx, datasetId)).length;
 }
 
 /**

@@ -6,11 +6,12 @@
  * createdAt and submitter from its submission.create event, merged over the live submission with
  * its current version and xmlFormId while the submission and its form are live); otherwise the
  * version's source details (`{}` for the API, `{ name, size, count, userAgent }` for a bulk upload).
- * Behaviour of Central's Audits.getByEntityId. Spec: central-api.yaml (Entity Management, audits).
+ * Also the entity shown in extended submission audits (`withEntityDetails`).
+ * Behaviour of Central's Audits.getByEntityId and getBySubmissionId. Spec: central-api.yaml (Entity Management, audits).
  */
 import { and, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import {
-  actors, audits, entityDefs, entityDefSources, forms, submissionDefs, submissions, type ActorRow, type AuditRow, type EntityRow,
+  actors, audits, datasets, entities, entityDefs, entityDefSources, forms, submissionDefs, submissions, type ActorRow, type AuditRow, type EntityRow,
 } from '../../drizzle/schema';
 import { actorJson } from '../actors';
 import { auditJson } from '../audits';
@@ -19,6 +20,7 @@ import type { Ctx } from '../context';
 import { datasetActee, getDatasetOrNotFound } from '../datasets';
 import { submissionJson } from '../submissions/queries';
 import { getEntityOrNotFound } from './index';
+import { entityJson } from './model';
 
 async function actorsOf(ctx: Ctx, ids: Array<number | null | undefined>): Promise<Map<number, ActorRow>> {
   const wanted = [...new Set(ids.filter((x): x is number => x != null))];
@@ -132,5 +134,35 @@ export async function entityAuditLog(
     }
     const details = (a.details ?? {}) as Record<string, unknown>;
     return { ...auditJson(a), details: { ...details, source: details.source ?? detailsSource }, actor: actorOf(a.actorId) };
+  });
+}
+
+/**
+ * Extended submission audits (GET S/audits with X-Extended-Metadata): an event about an entity
+ * (details.entityId: entity.create, entity.update.version, entity.update.resolve) gets
+ * `details.entity` as `{ entityAvailable, ...the Entity with its current version, ...details.entity }`;
+ * `entityAvailable` is false once the entity or its Dataset is deleted (the entity's fields are then
+ * left out). Central's getBySubmissionId. Other events pass through. Reads only.
+ */
+export async function withEntityDetails<T extends { details: unknown }>(ctx: Ctx, rows: T[]): Promise<T[]> {
+  const idOf = (r: T) => num((r.details as Record<string, unknown> | null)?.entityId);
+  const ids = [...new Set(rows.map(idOf).filter((x): x is number => x != null))];
+  if (ids.length === 0) return rows;
+  const found = await ctx.db.select({ entity: entities, def: entityDefs, datasetDeletedAt: datasets.deletedAt }).from(entities)
+    .innerJoin(entityDefs, and(eq(entityDefs.entityId, entities.id), eq(entityDefs.current, true)))
+    .innerJoin(datasets, eq(datasets.id, entities.datasetId))
+    .where(and(inArray(entities.id, ids), isNull(entities.deletedAt)));
+  const byId = new Map(found.map((f) => [f.entity.id, f]));
+  return rows.map((r) => {
+    const id = idOf(r);
+    if (id == null) return r;
+    const details = r.details as Record<string, unknown>;
+    const f = byId.get(id);
+    const entity = {
+      entityAvailable: f != null && f.datasetDeletedAt == null,
+      ...(f ? entityJson(f.entity, f.def, true) : {}),
+      ...((details.entity as Record<string, unknown> | undefined) ?? {}),
+    };
+    return { ...r, details: { ...details, entity } };
   });
 }

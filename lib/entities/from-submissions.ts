@@ -396,19 +396,15 @@ async function updateFromSubmission(
 
 /**
  * `dataset.convert`: after approval was turned off with `?convert=true`, makes the entities of the
- * Dataset's pending submissions (not yet reviewed, no entity yet) as if they had just arrived.
+ * Dataset's pending submissions (lib/datasets pendingSubmissionEvents: not reviewed, no entity in
+ * it yet, no entity.error for their current version), each as its latest submission.create /
+ * submission.update.version event would have, by that event's actor.
  */
 async function convertPending(tx: Ctx, payload: Record<string, unknown>): Promise<void> {
-  const datasetId = Number(payload.datasetId);
-  const pending = await tx.db.select({ defId: submissionDefs.id, subId: submissions.id, submitterId: submissions.submitterId })
-    .from(datasetFormDefs)
-    .innerJoin(submissionDefs, and(eq(submissionDefs.formDefId, datasetFormDefs.formDefId), eq(submissionDefs.current, true)))
-    .innerJoin(submissions, and(eq(submissions.id, submissionDefs.submissionId), eq(submissions.draft, false), isNull(submissions.deletedAt)))
-    .where(eq(datasetFormDefs.datasetId, datasetId))
-    .orderBy(submissions.id);
-  for (const p of pending) {
+  const { pendingSubmissionEvents } = await import('../datasets');
+  for (const p of await pendingSubmissionEvents(tx, Number(payload.datasetId))) {
     await processSubmissionEvent(tx, {
-      action: 'submission.create', submissionId: p.subId, submissionDefId: p.defId, actorId: (payload.actorId as number | null) ?? null,
+      action: p.action, submissionId: p.submissionId, submissionDefId: p.submissionDefId, actorId: p.actorId, auditId: p.auditId,
     });
   }
 }

@@ -134,3 +134,78 @@ describe('case-only name clashes and publish audits', () => {
     expect(rows[4]!.details).toEqual({ properties: ['first_name', 'age', 'color_name'] });
   });
 });
+
+describe('pending submissions when approval is turned off', () => {
+  const UUID = '12345678-1234-4123-8234-123456789abc';
+  const D = (h: Harness) => `${P(h)}/datasets/people`;
+  const sub = (h: Harness, xml: string, form = 'simpleEntity') => h.post(`${P(h)}/forms/${form}/submissions`, { as: 'alice', body: xml, headers: XML });
+  const review = (h: Harness, id: string, reviewState: string) =>
+    h.patch(`${P(h)}/forms/simpleEntity/submissions/${id}`, { as: 'alice', body: { reviewState } });
+
+  test('?convert=true makes the pending entities, by the submitter, with the submission as their source', async () => {
+    const h = await harness();
+    expect((await upload(h, fixture('forms/simpleEntity.xml'))).status).toBe(200);
+    await h.patch(D(h), { as: 'alice', body: { approvalRequired: true } });
+    expect((await sub(h, personXml('simpleEntity', 'people', 'one', UUID))).status).toBe(200);
+    expect((await sub(h, personXml('simpleEntity', 'people', 'two', '12345678-1234-4123-8234-123456789aaa'))).status).toBe(200);
+    expect(await json(await h.get(`${D(h)}/entities`, { as: 'alice' }))).toEqual([]);
+    expect(await json(await h.patch(D(h), { as: 'bob', body: { approvalRequired: false } }))).toMatchObject({ code: 400.29, details: { count: 2 } });
+    expect((await h.patch(`${D(h)}?convert=true`, { as: 'bob', body: { approvalRequired: false } })).status).toBe(200);
+    expect((await json<Json[]>(await h.get(`${D(h)}/entities`, { as: 'alice' }))).length).toBe(2);
+    const [created] = await json<Json[]>(await h.get(`${D(h)}/entities/${UUID}/audits`, { as: 'alice' }));
+    expect(created).toMatchObject({ action: 'entity.create', actor: { displayName: 'alice' } });
+    expect(created.details.source).toMatchObject({ event: { action: 'submission.create' }, submission: { instanceId: 'one', xmlFormId: 'simpleEntity' } });
+  });
+
+  test('a submission whose entity work failed is not pending (nor converted) until it is edited', async () => {
+    const h = await harness();
+    expect((await upload(h, fixture('forms/simpleEntity.xml'))).status).toBe(200);
+    await h.patch(D(h), { as: 'alice', body: { approvalRequired: true } });
+    const noLabel = personXml('simpleEntity', 'people', 'one', UUID).replace(/<entities:label>[^<]*<\/entities:label>/, '');
+    expect((await sub(h, noLabel)).status).toBe(200);
+    expect((await review(h, 'one', 'approved')).status).toBe(200);
+    expect((await review(h, 'one', 'hasIssues')).status).toBe(200);
+    // Counted as pending no more: approval can be turned off without convert.
+    expect((await h.patch(D(h), { as: 'alice', body: { approvalRequired: true } })).status).toBe(200);
+    expect((await h.patch(`${D(h)}?convert=true`, { as: 'alice', body: { approvalRequired: false } })).status).toBe(200);
+    expect((await h.auditActions()).filter((a) => a === 'entity.error')).toHaveLength(1);
+    expect(await json(await h.get(`${D(h)}/entities`, { as: 'alice' }))).toEqual([]);
+  });
+
+  test('an update submission edited after it updated its entity is not pending', async () => {
+    const h = await harness();
+    expect((await upload(h, fixture('forms/simpleEntity.xml'))).status).toBe(200);
+    expect((await upload(h, fixture('forms/updateEntity.xml'))).status).toBe(200);
+    await h.patch(D(h), { as: 'alice', body: { approvalRequired: true } });
+    await h.post(`${D(h)}/entities`, { as: 'alice', body: { uuid: UUID, label: 'Johnny', data: { age: '22' } } });
+    const update = (id: string, extra = '') => `<data xmlns:jr="http://openrosa.org/javarosa" xmlns:entities="http://www.opendatakit.org/xforms/entities" id="updateEntity" version="1.0">
+      <meta>${extra}<instanceID>${id}</instanceID><entities:entity dataset="people" id="uuid:${UUID}" update="1" baseVersion="1"/></meta>
+      <name>Alicia</name><age>85</age></data>`;
+    expect((await sub(h, update('one'), 'updateEntity')).status).toBe(200);
+    const edited = await h.put(`${P(h)}/forms/updateEntity/submissions/one`, { as: 'alice', body: update('one2', '<deprecatedID>one</deprecatedID>'), headers: XML });
+    expect(edited.status).toBe(200);
+    expect((await json<Json>(await h.get(`${D(h)}/entities/${UUID}`, { as: 'alice' }))).currentVersion.version).toBe(2);
+    expect((await h.patch(D(h), { as: 'alice', body: { approvalRequired: false } })).status).toBe(200);
+  });
+});
+
+describe('entities in submission audits', () => {
+  const UUID = '12345678-1234-4123-8234-123456789abc';
+  const audits = async (h: Harness, extended: boolean) => json<Json[]>(await h.get(`${P(h)}/forms/simpleEntity/submissions/one/audits`, {
+    as: 'alice', headers: extended ? { 'X-Extended-Metadata': 'true' } : {},
+  }));
+
+  test('extended: the entity with its current version and entityAvailable; false once it or its Dataset is deleted', async () => {
+    const h = await harness();
+    expect((await upload(h, fixture('forms/simpleEntity.xml'))).status).toBe(200);
+    expect((await h.post(`${P(h)}/forms/simpleEntity/submissions`, { as: 'alice', body: personXml('simpleEntity', 'people', 'one', UUID), headers: XML })).status).toBe(200);
+    await h.patch(`${P(h)}/datasets/people/entities/${UUID}?force=true`, { as: 'alice', body: { label: 'New Label' } });
+    const plain = (await audits(h, false)).find((a) => a.action === 'entity.create');
+    expect(plain.details.entity).toEqual({ uuid: UUID, dataset: 'people' });
+    let created = (await audits(h, true)).find((a) => a.action === 'entity.create');
+    expect(created.details.entity).toMatchObject({ entityAvailable: true, uuid: UUID, dataset: 'people', creatorId: h.ids.alice, currentVersion: { label: 'New Label', version: 2 } });
+    await h.delete(`${P(h)}/datasets/people/entities/${UUID}`, { as: 'alice' });
+    created = (await audits(h, true)).find((a) => a.action === 'entity.create');
+    expect(created.details.entity).toEqual({ entityAvailable: false, uuid: UUID, dataset: 'people' });
+  });
+});
