@@ -72,6 +72,7 @@ export const problems = {
     passwordTooShort: () =>
       new Problem(400.21, 'The password or passphrase provided does not meet the required length.'),
     requestTooLarge: () => new Problem(400.36, 'Request body too large.'),
+    encodingNotSupported: () => new Problem(400.37, 'Encoding not supported.'),
     passwordTooLong: () =>
       new Problem(400.38, 'The password or passphrase provided exceeds the maximum length.'),
     /** zxcvbn's verdict (score 2 or lower), worded as Central words it: its warning, else its first suggestion. */

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { concatBytes } from '../bytes';
-import { problems } from '../problem';
+import { Problem, problems } from '../problem';
 import type { AppEnv } from './app';
 
 /**
@@ -80,7 +80,7 @@ export async function readBodyText(c: Context<AppEnv>, limit: number, format: st
   const cache = c.req.bodyCache as unknown as Record<string, Promise<unknown> | undefined>;
   if (cache.text !== undefined) return (await cache.text) as string;
   if (cache.json !== undefined) return JSON.stringify(await cache.json);
-  const bytes = await readBodyBytes(c, limit);
+  const bytes = await decodeContent(c, await readBodyBytes(c, limit), limit);
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
@@ -89,6 +89,35 @@ export async function readBodyText(c: Context<AppEnv>, limit: number, format: st
   }
   cache.text = Promise.resolve(text);
   return text;
+}
+
+/**
+ * A JSON or form body's bytes after its Content-Encoding, as Central's body parser reads them:
+ * identity as it is, gzip and deflate inflated (bounded by `limit` once inflated), anything else
+ * refused. @throws Problem 400.37 an encoding other than identity, gzip or deflate; 400.36 past
+ * `limit` once inflated; 400.1 bytes that do not inflate.
+ */
+async function decodeContent(c: Context<AppEnv>, bytes: Uint8Array, limit: number): Promise<Uint8Array> {
+  const encoding = (c.req.header('content-encoding') ?? '').trim().toLowerCase();
+  if (encoding === '' || encoding === 'identity') return bytes;
+  if (encoding !== 'gzip' && encoding !== 'deflate') throw problems.user.encodingNotSupported();
+  const reader = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream(encoding)).getReader();
+  const chunks: Uint8Array[] = [];
+  let seen = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      seen += value.byteLength;
+      if (seen > limit) throw problems.user.requestTooLarge();
+      chunks.push(value);
+    }
+  } catch (err) {
+    await reader.cancel().catch(() => undefined);
+    if (err instanceof Problem) throw err;
+    throw problems.user.unparseable({ format: encoding, rawLength: bytes.byteLength });
+  }
+  return concatBytes(chunks);
 }
 
 /** POST D/entities, whose JSON body (a bulk upload) may be as large as MAX_UPLOAD_BYTES. */

@@ -160,3 +160,20 @@ describe('the submission list and S/edit', () => {
     expect((await h.get(`${F(h, 'nope')}/submissions/one/edit`, { as: 'bob' })).status).toBe(404);
   });
 });
+
+describe('request bodies: Content-Encoding as Central\'s body parser', () => {
+  test('an unknown encoding is 400.37; gzip and deflate bodies are inflated', async () => {
+    const h = await harness();
+    const bad = await h.post('/v1/projects', { as: 'alice', body: '{}', headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'wat' } });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({ code: 400.37, message: 'Encoding not supported.' });
+    const { gzipSync, deflateSync } = await import('node:zlib');
+    for (const [encoding, pack] of [['gzip', gzipSync], ['deflate', deflateSync]] as const) {
+      const res = await h.post('/v1/projects', { as: 'alice', body: new Uint8Array(pack(JSON.stringify({ name: `Packed ${encoding}` }))), headers: { 'Content-Type': 'application/json', 'Content-Encoding': encoding } });
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect((await res.json()).name).toBe(`Packed ${encoding}`);
+    }
+    const broken = await h.post('/v1/projects', { as: 'alice', body: '{not gzip', headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' } });
+    expect(broken.status).toBe(400);
+  });
+});
