@@ -1,0 +1,172 @@
+/**
+ * Streamed JSON lists at volume (issue 21): GET F/submissions of the 250-question soak form at
+ * BENCH_N (100,000) submissions — the real local server (route table, authentication,
+ * lib/http/json-stream) on a loopback port, one HTTP client in a worker thread (Bearer session as
+ * an administrator) reading the whole body.
+ *
+ * Seed: bulk SQL (bench/seed-soak.ts, rows as ingestion stores them). BENCH_REUSE=1 reuses (and
+ * tops up) a project seeded by an earlier run at the same N, so a kept database is seeded once.
+ *
+ * Per request (BENCH_ITER (3) plain, then one with `X-Extended-Metadata: true`): time to the first
+ * body byte, seconds to the last, rows/s (rows counted in the body), MB/s, and the process's RSS
+ * before (after a full GC) and at its peak during the request (sampled every 20 ms from the client
+ * thread; the process holds the server and the client thread). Ratios: TTFB ÷ 200 ms, 50,000 ÷
+ * rows/s and RSS growth ÷ 50 MB (each target met when ≤ 1, on PostgreSQL). The body of the first
+ * request is parsed and checked (N rows, newest first, Central's keys). Load average printed.
+ *
+ *   createdb -h 127.0.0.1 -U postgres bench_lists_x
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_lists_x BENCH_REUSE=1 npx tsx bench/lists.ts
+ */
+import { serve } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { Worker } from 'node:worker_threads';
+import { and, eq, sql, type SQL } from 'drizzle-orm';
+import { formDefs, forms } from '../drizzle/schema';
+import { localApp } from '../infra/local/app';
+import { systemCtx } from '../lib/context';
+import { createLogger } from '../lib/log';
+import { createProject } from '../lib/projects';
+import { withDeps } from '../lib/runtime/entry';
+import { loadConfig, processEnv } from '../lib/runtime/env';
+import { createFsBlobStore } from '../lib/runtime/fs-blobs';
+import { openDatabase } from '../lib/runtime/node';
+import type { FormField } from '../lib/xforms/types';
+import { benchAdmin } from './admin';
+import { SOAK_FORM_ID, seedSubmissions, soakFixtures, templateGenerator } from './seed-soak';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+const N = Number(process.env.BENCH_N ?? 100_000);
+const ITER = Number(process.env.BENCH_ITER ?? 3);
+const REUSE = process.env.BENCH_REUSE === '1';
+const TTFB_MS = 200;
+const ROWS_PER_S = 50_000;
+const RSS_MB = 50;
+
+const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '4' }, { localServer: true });
+const database = await openDatabase(config, { pgliteDir: 'memory://' });
+await database.migrate();
+const db = database.db;
+const deps = { db, config, log: createLogger('silent'), blobs: createFsBlobStore(join(tmpdir(), `fieldbase-bench-lists-${process.pid}`)) };
+const ctx = systemCtx(deps);
+const app = withDeps(localApp(), () => ({ deps }));
+const rowsOf = async <T>(query: SQL): Promise<T[]> => {
+  const result = (await db.execute(query)) as unknown;
+  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
+};
+
+const soak = soakFixtures();
+const { call, auth } = await benchAdmin(ctx, app, 'lists');
+const name = `lists bench N=${N}`;
+const [kept] = REUSE ? await rowsOf<{ id: number }>(sql`select id from projects where name = ${name} and deleted_at is null order by id desc limit 1`) : [];
+const project = kept ?? await createProject(ctx, { name });
+const P = `/v1/projects/${project.id}`;
+if (!kept) await call('POST', `${P}/forms?publish=true`, soak.formXml, { 'Content-Type': 'application/xml' });
+const [keptAppUser] = kept ? await rowsOf<{ id: number }>(sql`select actor_id as id from field_keys where project_id = ${project.id} limit 1`) : [];
+const appUser = keptAppUser ?? (await (await call('POST', `${P}/app-users`, JSON.stringify({ displayName: 'Bench device' }), { 'Content-Type': 'application/json' })).json()) as { id: number };
+const [f] = await db.select({ id: forms.id, defId: forms.currentDefId, fields: formDefs.fields }).from(forms)
+  .innerJoin(formDefs, eq(formDefs.id, forms.currentDefId)).where(and(eq(forms.projectId, project.id), eq(forms.xmlFormId, SOAK_FORM_ID)));
+if (!f || f.defId == null) throw new Error('the soak form did not publish');
+const target = { formId: f.id, formDefId: f.defId, fields: f.fields as FormField[], submitterId: appUser.id };
+const have = (await rowsOf<{ n: number }>(sql`select count(*)::int as n from submissions where form_id = ${f.id}`))[0]!.n;
+console.log(`database: ${database.kind}${database.kind === 'pglite' ? ' (in memory; the targets are for PostgreSQL)' : ''}`);
+if (have < N) {
+  const gen = templateGenerator(soak.template, target.fields);
+  const s = await seedSubmissions(database, target, { from: have, to: N, generate: () => gen(), epochMs: Date.now() - 86_400_000 * 30, progress: true });
+  console.log(`seeded ${N - have} ${SOAK_FORM_ID} submissions in ${s.toFixed(1)} s`);
+} else console.log(`reusing ${have} ${SOAK_FORM_ID} submissions (project ${project.id})`);
+
+const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+await new Promise<void>((r) => server.once('listening', () => r()));
+const { port } = server.address() as AddressInfo;
+const url = `http://127.0.0.1:${port}${P}/forms/${SOAK_FORM_ID}/submissions`;
+
+// The client counts rows as they arrive (`{"instanceId":` opens each row; the version's object opens with submitterId).
+const clientCode = `
+const { parentPort } = require('node:worker_threads');
+const http = require('node:http');
+parentPort.on('message', ({ url, headers, keepBody }) => {
+  const start = performance.now();
+  let peak = process.memoryUsage.rss();
+  const timer = setInterval(() => { peak = Math.max(peak, process.memoryUsage.rss()); }, 20);
+  http.get(url, { headers }, (res) => {
+    let ttfb = null, bytes = 0, rows = 0, tail = '';
+    const chunks = [];
+    res.on('data', (c) => {
+      if (ttfb == null) ttfb = performance.now() - start;
+      bytes += c.length;
+      if (keepBody) chunks.push(c);
+      const s = tail + c.toString('latin1');
+      let i = -1;
+      while ((i = s.indexOf('{"instanceId":', i + 1)) >= 0) rows += 1;
+      tail = s.slice(-13);
+    });
+    res.on('end', () => {
+      clearInterval(timer);
+      peak = Math.max(peak, process.memoryUsage.rss());
+      parentPort.postMessage({ status: res.statusCode, ttfb, ms: performance.now() - start, bytes, rows, peak, body: keepBody ? Buffer.concat(chunks).toString('utf8') : null });
+    });
+  });
+});
+`;
+const worker = new Worker(clientCode, { eval: true });
+interface Got { status: number; ttfb: number; ms: number; bytes: number; rows: number; peak: number; body: string | null }
+const get = (headers: Record<string, string>, keepBody: boolean) => new Promise<Got>((resolve) => {
+  worker.once('message', resolve);
+  worker.postMessage({ url, headers: { ...auth, ...headers }, keepBody });
+});
+
+const mb = (b: number) => b / 1024 / 1024;
+const runs: Array<{ label: string; g: Got; base: number }> = [];
+let bad = false;
+const loadBefore = loadavg()[0]!;
+for (let i = 0; i < ITER + 1; i += 1) {
+  const extended = i === ITER;
+  gc();
+  await new Promise((r) => setTimeout(r, 200));
+  const base = process.memoryUsage.rss();
+  const g = await get(extended ? { 'X-Extended-Metadata': 'true' } : {}, i === 0);
+  if (g.status !== 200 || g.rows !== N) {
+    bad = true;
+    console.log(`FAILED: status ${g.status}, ${g.rows} rows (expected ${N})`);
+  }
+  if (g.body != null) {
+    const list = JSON.parse(g.body) as Array<{ instanceId: string; createdAt: string; currentVersion: object }>;
+    const sorted = list.every((r, k) => k === 0 || list[k - 1]!.createdAt >= r.createdAt);
+    const keys = Object.keys(list[0] ?? {}).join(',');
+    if (list.length !== N || !sorted || keys !== 'instanceId,submitterId,deviceId,createdAt,updatedAt,reviewState,userAgent,deletedAt,currentVersion') {
+      bad = true;
+      console.log(`FAILED check: ${list.length} rows, newest first ${sorted}, keys ${keys}`);
+    } else console.log(`checked: ${list.length} rows, newest first, Central's keys`);
+  }
+  runs.push({ label: extended ? 'extended' : `plain #${i + 1}`, g, base });
+}
+const loadAfter = loadavg()[0]!;
+
+console.log(`\nGET F/submissions, ${N} submissions of ${SOAK_FORM_ID}`);
+console.log('run        TTFB ms   s      rows/s   MB/s   RSS base MB  peak MB  growth MB   TTFB÷200  50000÷rows/s  growth÷50');
+for (const { label, g, base } of runs) {
+  const rps = g.rows / (g.ms / 1000);
+  const growth = mb(g.peak - base);
+  console.log(`${label.padEnd(10)} ${g.ttfb.toFixed(0).padStart(7)}  ${(g.ms / 1000).toFixed(2).padStart(5)}  ${rps.toFixed(0).padStart(7)}  ${(mb(g.bytes) / (g.ms / 1000)).toFixed(1).padStart(5)}  ` +
+    `${mb(base).toFixed(0).padStart(11)}  ${mb(g.peak).toFixed(0).padStart(7)}  ${growth.toFixed(1).padStart(9)}   ${(g.ttfb / TTFB_MS).toFixed(2).padStart(8)}  ${(ROWS_PER_S / rps).toFixed(2).padStart(12)}  ${(growth / RSS_MB).toFixed(2).padStart(9)}`);
+}
+const plain = runs.filter((r) => r.label.startsWith('plain'));
+const worst = {
+  ttfb: Math.max(...plain.map((r) => r.g.ttfb)),
+  rps: Math.min(...plain.map((r) => r.g.rows / (r.g.ms / 1000))),
+  growth: Math.max(...plain.map((r) => mb(r.g.peak - r.base))),
+};
+console.log(`worst plain run: TTFB ${worst.ttfb.toFixed(0)} ms (target < ${TTFB_MS}: ${worst.ttfb < TTFB_MS ? 'met' : 'NOT met'}), ` +
+  `${worst.rps.toFixed(0)} rows/s (target ≥ ${ROWS_PER_S}: ${worst.rps >= ROWS_PER_S ? 'met' : 'NOT met'}), ` +
+  `RSS growth ${worst.growth.toFixed(1)} MB (target < ${RSS_MB}: ${worst.growth < RSS_MB ? 'met' : 'NOT met'})`);
+console.log(`load average (1 min) ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after, on ${cpus().length} CPUs`);
+await new Promise((r) => server.close(r));
+await worker.terminate();
+await database.close();
+process.exit(bad ? 1 : 0);
