@@ -17,7 +17,12 @@ export const datasetsRoutes = groupApp()
     c.json(await datasets.listDatasets(c.var.ctx, projectId(c), { deleted: c.req.query('deleted') === 'true', extended: isExtended(c) })))
   .post('/v1/projects/:projectId/datasets', async (c) =>
     c.json(await datasets.createDataset(c.var.ctx, projectId(c), await jsonBody(c))))
-  .get(`${D}/entities.csv`, async (c) => attachmentResponse(c, { kind: 'entities', ...(await entities.entitiesCsv(c.var.ctx, projectId(c), stringParam(c, 'name'))) }))
+  .get(`${D}/entities.csv`, async (c) => {
+    const csv = await entities.entitiesCsv(c.var.ctx, projectId(c), stringParam(c, 'name'), { filter: c.req.query('$filter'), search: c.req.query('$search') });
+    if (csv.etag != null) return attachmentResponse(c, { kind: 'entities', ...csv, etag: csv.etag });
+    // Under $filter: no ETag, as Central.
+    return new Response(csv.body(), { headers: { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': contentDisposition(csv.filename) } });
+  })
   .get(`${D}/integrity`, async (c) =>
     openRosaXml(await entityLists.entityIntegrity(c.var.ctx, projectId(c), stringParam(c, 'name'), c.req.query('id'))))
   .get('/v1/projects/:projectId/trash/datasets/:datasetId/entities.csv', async (c) => {

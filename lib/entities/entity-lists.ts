@@ -141,17 +141,18 @@ export function entityListCsv(ctx: Ctx, datasetId: number, props: string[], filt
 
 /**
  * A Dataset's entities as Central's entities.csv: `__id,label,<properties>,__createdAt,__creatorId,
- * __creatorName,__updates,__updatedAt,__version`, live entities newest first, streamed in pages
- * of 10,000 by keyset. Rights are the caller's. Reads only.
+ * __creatorName,__updates,__updatedAt,__version`, live entities newest first (only those `where`
+ * holds for, a condition over `entities` and `entity_defs`), streamed in pages of 10,000 by keyset.
+ * Rights are the caller's. Reads only.
  */
-export function entitiesCsvStream(ctx: Ctx, datasetId: number, props: string[]): ReadableStream<Uint8Array> {
+export function entitiesCsvStream(ctx: Ctx, datasetId: number, props: string[], where?: SQL): ReadableStream<Uint8Array> {
   const cells = [
     csvCell(sql`${entities.uuid}`), csvCell(sql`${entityDefs.label}`), ...props.map((p) => csvCell(propSql(p))),
     isoSql(sql`${entities.createdAt}`), sql`coalesce(${entities.creatorId}::text, '')`, csvCell(sql`coalesce(${actors.displayName}, '')`),
     sql`(${entityDefs.version} - 1)::text`, sql`coalesce(${isoSql(sql`${entities.updatedAt}`)}, '')`, sql`${entityDefs.version}::text`,
   ];
   return entityCsvPages(ctx, ['__id', 'label', ...props, '__createdAt', '__creatorId', '__creatorName', '__updates', '__updatedAt', '__version'],
-    datasetId, sql.join(cells, sql` || ',' || `), sql`true`, true);
+    datasetId, sql.join(cells, sql` || ',' || `), where ?? sql`true`, true);
 }
 
 /**

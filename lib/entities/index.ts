@@ -5,7 +5,7 @@
  * between domains). Spec: interface.md (Entity, Entity Version, Entities endpoints, States: Entity);
  * central-api.yaml (Entity Management).
  */
-import { and, asc, desc, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
 import { actors, entities, entityDefs, entityDefSources, type ActorRow, type EntityDefRow, type EntityRow } from '../../drizzle/schema';
 import { actorJson } from '../actors';
 import { audit } from '../audits/log';
@@ -19,6 +19,8 @@ import {
 } from './model';
 import { entityListHashes } from '../datasets/entity-lists';
 import { entitiesCsvStream } from './entity-lists';
+import { entityFilter, entitySearch } from '../odata/entities';
+import { sanitizeOdataIdentifier } from '../xforms/parse-form';
 import './from-submissions';
 
 
@@ -392,12 +394,22 @@ export async function listDiffs(ctx: Ctx, projectId: number, name: string, uuid:
 /**
  * The entity list as CSV (GET D/entities.csv): `__id,label,<properties>,__createdAt,__creatorId,
  * __creatorName,__updates,__updatedAt,__version`, newest first as Central, streamed in batches;
- * `etag` is the Dataset's OpenRosa hash (the one a manifest shows managers), for conditional GETs.
- * @throws 404.1; 401.2/403.1 without entity.list. Reads only.
+ * `q.filter` / `q.search` cut it as OData's `$filter` / `$search` do (lib/odata/entities; deleted
+ * entities stay out). `etag` is the Dataset's OpenRosa hash (the one a manifest shows managers), for
+ * conditional GETs; null under `$filter` (Central sends none then).
+ * @throws 404.1; 401.2/403.1 without entity.list; 400.18 / 501.x a bad `$filter`. Reads only.
  */
-export async function entitiesCsv(ctx: Ctx, projectId: number, name: string): Promise<{ filename: string; etag: string; body: () => ReadableStream<Uint8Array> }> {
+export async function entitiesCsv(
+  ctx: Ctx, projectId: number, name: string, q: { filter?: string | null; search?: string | null } = {},
+): Promise<{ filename: string; etag: string | null; body: () => ReadableStream<Uint8Array> }> {
   const d = await loadDataset(ctx, projectId, name, 'entity.list');
   const props = (await publishedProperties(ctx, d.dataset.id)).map((p) => p.name);
-  const etag = (await entityListHashes(ctx, [d.dataset.id], null)).get(d.dataset.id)!.hash;
-  return { filename: `${d.dataset.name}.csv`, etag, body: () => entitiesCsvStream(ctx, d.dataset.id, props) };
+  const cut: SQL[] = [];
+  if (q.filter != null && q.filter !== '') {
+    cut.push(entityFilter(q.filter, props.map((p) => ({ name: p, odataName: sanitizeOdataIdentifier(p) }))).where);
+  }
+  if (q.search != null && q.search !== '') cut.push(entitySearch(q.search));
+  const etag = cut.length > 0 && q.filter ? null : (await entityListHashes(ctx, [d.dataset.id], null)).get(d.dataset.id)!.hash;
+  const where = cut.length > 0 ? and(...cut)! : undefined;
+  return { filename: `${d.dataset.name}.csv`, etag, body: () => entitiesCsvStream(ctx, d.dataset.id, props, where) };
 }

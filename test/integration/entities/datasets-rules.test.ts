@@ -209,3 +209,26 @@ describe('entities in submission audits', () => {
     expect(created.details.entity).toEqual({ entityAvailable: false, uuid: UUID, dataset: 'people' });
   });
 });
+
+describe('entities.csv with $filter and $search', () => {
+  test('$filter keeps the matching entities and sends no ETag; $search finds words of labels and values; a bad $filter 400.18', async () => {
+    const h = await harness();
+    expect((await upload(h, fixture('forms/simpleEntity.xml'))).status).toBe(200);
+    const D = `${P(h)}/datasets/people`;
+    await h.post(`${D}/entities`, { as: 'alice', body: { uuid: '12345678-1234-4123-8234-111111111aaa', label: 'Johnny Doe', data: { first_name: 'Johnny', age: '22' } } });
+    await h.post(`${D}/entities`, { as: 'bob', body: { uuid: '12345678-1234-4123-8234-111111111bbb', label: 'Jane Smith', data: { first_name: 'Jane', age: '25' } } });
+    const filtered = await h.get(`${D}/entities.csv?$filter=${encodeURIComponent(`__system/creatorId eq ${h.ids.bob}`)}`, { as: 'alice' });
+    expect(filtered.status).toBe(200);
+    expect(filtered.headers.get('etag')).toBeNull();
+    const lines = (await filtered.text()).trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(/^12345678-1234-4123-8234-111111111bbb,Jane Smith,Jane,25,/);
+    const searched = await (await h.get(`${D}/entities.csv?$search=Johnny`, { as: 'alice' })).text();
+    expect(searched).toMatch(/Johnny Doe/);
+    expect(searched).not.toMatch(/Jane Smith/);
+    const all = await h.get(`${D}/entities.csv`, { as: 'alice' });
+    expect(all.headers.get('etag')).not.toBeNull();
+    expect((await all.text()).trim().split('\n')).toHaveLength(3);
+    expect(await json(await h.get(`${D}/entities.csv?$filter=${encodeURIComponent('age eq (')}`, { as: 'alice' }))).toMatchObject({ code: 400.18 });
+  });
+});
