@@ -76,10 +76,18 @@ export function stagePart(
   let upload: Promise<string> | null = null;
   const startUpload = async () => {
     // One chunk in flight between the parser and the upload: the store's part buffer is the bound.
-    const pipe = new TransformStream<Uint8Array, Uint8Array>(undefined, { highWaterMark: 1 }, { highWaterMark: 0 });
+    let control!: TransformStreamDefaultController<Uint8Array>;
+    const pipe = new TransformStream<Uint8Array, Uint8Array>({ start: (c) => { control = c; } }, { highWaterMark: 1 }, { highWaterMark: 0 });
     upload = deps.blobs.putTemporary!(pipe.readable, contentType ?? 'application/octet-stream');
-    // An upload that fails early errors the pipe, so writes stop rather than wait forever.
-    upload.catch((err: unknown) => pipe.writable.abort(err).catch(() => undefined));
+    // An upload that fails errors the pipe (both ends), so a write waiting on it fails rather than
+    // waits forever for a reader that is gone.
+    upload.catch((err: unknown) => {
+      try {
+        control.error(err);
+      } catch {
+        // already closed or errored
+      }
+    });
     writer = pipe.writable.getWriter();
     const first = held;
     budget.bytes += heldBytes;
