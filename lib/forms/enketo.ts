@@ -11,7 +11,7 @@
  * id and publishing draws the ids itself (lib/forms `publicFormIds`), for Web Forms.
  */
 import { and, eq, isNull } from 'drizzle-orm';
-import { assignments, forms, type FormRow } from '../../drizzle/schema';
+import { actors, assignments, forms, sessions, type FormRow } from '../../drizzle/schema';
 import { insertActor } from '../actors';
 import type { Ctx } from '../context';
 import { createSurvey, enketoConfigured, type EnketoIds } from '../enketo';
@@ -56,8 +56,9 @@ export async function requestDraftEnketoId(
  * `singleUse` actor "Enketo sync token for {acteeId}" holding the `formview` role on this form
  * only, expiring in 15 minutes. Call inside the transaction that publishes.
  * @returns the ids, or null when Enketo is not configured, failed or was too slow (logged).
- * Effects: actee, actor, assignment and session rows (also when Enketo then fails, as Central);
- *   one request to Enketo.
+ * Effects: actee, actor, assignment and session rows; when Enketo fails, the session and
+ *   assignment are removed again and the actor marked deleted (Central leaves them); one request
+ *   to Enketo.
  */
 export async function requestFormEnketoIds(
   tx: Ctx, form: Pick<FormRow, 'projectId' | 'xmlFormId' | 'acteeId'>, origin: string | null | undefined, boundMs?: number,
@@ -72,6 +73,10 @@ export async function requestFormEnketoIds(
     return await createSurvey(tx.config, `${domainOf(tx, origin)}/v1/projects/${form.projectId}`, form.xmlFormId, token, boundMs);
   } catch (err) {
     tx.log.warn('Enketo did not give form ids', { error: (err as Error).message, xmlFormId: form.xmlFormId, requestId: tx.requestId });
+    // No credential is left behind for a pull that will not happen (the retry makes its own).
+    await tx.db.delete(sessions).where(eq(sessions.actorId, actor.id));
+    await tx.db.delete(assignments).where(eq(assignments.actorId, actor.id));
+    await tx.db.update(actors).set({ deletedAt: new Date() }).where(eq(actors.id, actor.id));
     return null;
   }
 }

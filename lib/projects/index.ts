@@ -1,9 +1,9 @@
-import { and, asc, count, eq, inArray, isNull, max, sql } from 'drizzle-orm';
+import { and, asc, count, eq, inArray, isNull, max, notInArray, sql } from 'drizzle-orm';
 import * as z from 'zod';
 import { actees, actors, assignments, fieldKeys, forms, projects, roles, submissions, type ProjectRow } from '../../drizzle/schema';
 import { iso } from '../actors';
 import { audit } from '../audits/log';
-import { canOrReject, speciesActee, verbsOn, type ActeeRef } from '../authz/can';
+import { canOrReject, speciesActee, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
 import { prepared } from '../db/prepared';
@@ -55,14 +55,35 @@ export async function getProjectOrNotFound(ctx: Ctx, id: number): Promise<Projec
   return row;
 }
 
+/**
+ * `archived` as PostgreSQL reads a boolean, as Central stores it: true/false, null, or a string
+ * PostgreSQL takes as one ('true', 'yes', 'on', '1', 't', …). Anything else is Central's 400.11
+ * from the database: `{ value, expected: 'type boolean' }`.
+ */
+const archivedInput = z.unknown().transform((v, c) => {
+  if (v === undefined || v === null || typeof v === 'boolean') return v as boolean | null | undefined;
+  const t = String(v).trim().toLowerCase();
+  if (['t', 'true', 'y', 'yes', 'on', '1'].includes(t)) return true;
+  if (['f', 'false', 'n', 'no', 'off', '0'].includes(t)) return false;
+  c.addIssue({ code: 'custom', message: 'not a boolean' });
+  return z.NEVER;
+}).optional();
+/** Checks `archived` first so its refusal has Central's shape. @returns body. @throws Problem 400.11. */
+function checkArchived(body: unknown): unknown {
+  if (body == null || typeof body !== 'object' || !('archived' in body)) return body;
+  const v = (body as { archived: unknown }).archived;
+  if (!archivedInput.safeParse(v).success) throw problems.user.invalidDataTypeOfParameter({ value: String(v), expected: 'type boolean' });
+  return body;
+}
+
 const name = z.string().trim().min(1, 'must not be empty').max(10_000);
 const description = z.string().max(100_000).nullable();
-export const CreateProjectInput = z.object({ name, description: description.optional(), archived: z.boolean().nullable().optional() });
-export const PatchProjectInput = z.object({ name: name.optional(), description: description.optional(), archived: z.boolean().nullable().optional() });
+export const CreateProjectInput = z.object({ name, description: description.optional(), archived: archivedInput });
+export const PatchProjectInput = z.object({ name: name.optional(), description: description.optional(), archived: archivedInput });
 export const PutProjectInput = z.object({
   name,
   description: description.optional(),
-  archived: z.boolean().nullable().optional(),
+  archived: archivedInput,
   forms: z
     .array(z.object({
       xmlFormId: z.string(),
@@ -189,6 +210,23 @@ export async function listProjects(
 }
 
 /**
+ * The verbs an actor's roles grant on a project, as Central lists them in extended project JSON:
+ * each verb once (alphabetical), from assignments on the site ('*'), on all projects and on this
+ * one; nothing implied is added (holding form.read does not list open_form.read).
+ * @returns verb names; [] when anonymous. Reads only.
+ */
+async function grantedProjectVerbs(ctx: Ctx, projectActeeId: string): Promise<string[]> {
+  const actor = ctx.auth.actor;
+  if (actor == null) return [];
+  const rows = await ctx.db
+    .selectDistinct({ verb: sql<string>`jsonb_array_elements_text(${roles.verbs})` })
+    .from(assignments)
+    .innerJoin(roles, eq(roles.id, assignments.roleId))
+    .where(and(eq(assignments.actorId, actor.id), inArray(assignments.acteeId, [species.all, species.project, projectActeeId])));
+  return rows.map((r) => r.verb).sort();
+}
+
+/**
  * One project (GET /v1/projects/{id}); extended puts `verbs` first and adds the counts.
  * @throws 404.1 unknown or deleted; 401.2/403.1 without project.read.
  */
@@ -196,7 +234,7 @@ export async function getProject(ctx: Ctx, id: number, extended: boolean): Promi
   const project = await getProjectOrNotFound(ctx, id);
   await canOrReject(ctx, 'project.read', projectActee(project));
   if (!extended) return projectJson(project);
-  const verbs = [...(await verbsOn(ctx, projectActee(project)))];
+  const verbs = await grantedProjectVerbs(ctx, project.acteeId);
   const counts = (await countsFor(ctx, [project.id])).get(project.id)!;
   return { verbs, ...projectJson(project), ...counts };
 }
@@ -208,7 +246,7 @@ export async function getProject(ctx: Ctx, id: number, extended: boolean): Promi
  */
 export async function createProject(ctx: Ctx, body: unknown): Promise<ProjectJson> {
   await canOrReject(ctx, 'project.create', speciesActee(species.project));
-  const input = parseInput(CreateProjectInput, body);
+  const input = parseInput(CreateProjectInput, checkArchived(body));
   return withTx(ctx, async (tx) => {
     const acteeId = crypto.randomUUID();
     await tx.db.insert(actees).values({ id: acteeId, species: species.project });
@@ -230,7 +268,7 @@ export async function patchProject(ctx: Ctx, id: number, body: unknown): Promise
   return withTx(ctx, async (tx) => {
     const project = await getProjectOrNotFound(tx, id);
     await canOrReject(tx, 'project.update', projectActee(project));
-    const input = parseInput(PatchProjectInput, body);
+    const input = parseInput(PatchProjectInput, checkArchived(body));
     const [row] = await tx.db.update(projects).set({ ...input, updatedAt: new Date() }).where(eq(projects.id, id)).returning();
     await audit(tx, tx, 'project.update', project.acteeId, { data: input });
     return projectJson(row!);
@@ -241,7 +279,7 @@ export async function patchProject(ctx: Ctx, id: number, body: unknown): Promise
  * Replaces a project's metadata and, optionally, its forms' states and assignments (PUT
  * /v1/projects/{id}, spec Projects: true PUT semantics; omitted description/archived are nulled).
  * `forms` must list exactly the project's live forms; a listed form's `assignments`, when given,
- * become its complete set of form assignments. All in one transaction.
+ * become its complete set of form assignments (Public Link and Enketo grants stay). All in one transaction.
  * @returns Project JSON. Effects: project, form states, assignments; audits `project.update`,
  *   `form.update` per changed state, `*.assignment.create` / `*.assignment.delete`.
  * @throws 404.1; 403.1 without project.update (and form.update / assignment rights for forms);
@@ -251,7 +289,7 @@ export async function putProject(ctx: Ctx, id: number, body: unknown): Promise<P
   return withTx(ctx, async (tx) => {
     const project = await getProjectOrNotFound(tx, id);
     await canOrReject(tx, 'project.update', projectActee(project));
-    const input = parseInput(PutProjectInput, body);
+    const input = parseInput(PutProjectInput, checkArchived(body));
     const data = { name: input.name, description: input.description ?? null, archived: input.archived ?? null };
     const [row] = await tx.db.update(projects).set({ ...data, updatedAt: new Date() }).where(eq(projects.id, id)).returning();
     await audit(tx, tx, 'project.update', project.acteeId, { data });
@@ -291,7 +329,11 @@ async function putForms(tx: Ctx, project: ProjectRow, listed: PutForm[]): Promis
 }
 
 async function replaceFormAssignments(tx: Ctx, formActee: ActeeRef, wanted: Array<{ roleId: number; actorId: number }>): Promise<void> {
-  const current = await tx.db.select().from(assignments).where(eq(assignments.acteeId, formActee.acteeId));
+  // As Central, the system grants of Public Links (pub-link) and of Enketo's pull (formview) are
+  // not part of the set a PUT replaces: they are never removed here.
+  const exempt = tx.db.select({ id: roles.id }).from(roles).where(inArray(roles.system, ['formview', 'pub-link']));
+  const current = await tx.db.select().from(assignments)
+    .where(and(eq(assignments.acteeId, formActee.acteeId), notInArray(assignments.roleId, exempt)));
   const key = (a: { roleId: number; actorId: number }) => `${a.roleId}:${a.actorId}`;
   const wantedKeys = new Set(wanted.map(key));
   const currentKeys = new Set(current.map(key));
