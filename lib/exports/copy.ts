@@ -2,9 +2,9 @@
  * The root CSV of an export written by PostgreSQL itself (`COPY (select …) TO STDOUT`): each
  * line is built in SQL from the stored root_text and the metadata columns, and the bytes go from
  * the database socket to the response without becoming JavaScript strings. The fast path of
- * lib/exports/index.ts for the common case: an unfiltered export whose every row is a plain
- * (not encrypted) version of the exported definition, laid out as its root leaves in order. Any
- * other export (a `$filter`, decryption, older versions, split columns, PGlite) takes the general
+ * lib/exports/index.ts for the common case: an unfiltered export of a form with one published
+ * definition (or of its draft), laid out as its root leaves in order, without decryption. Any
+ * other export (a `$filter`, passphrases, older versions, split columns, PGlite) takes the general
  * path; both write the same bytes (fact 3, 4 of shared/fixtures/central-outputs/README.md).
  *
  * The line is one column of a COPY in CSV format whose quote and delimiter are U+0001 and U+0002:
@@ -37,13 +37,16 @@ const copyClient = (db: Db): CopyClient | null => {
   return client && typeof client.unsafe === 'function' && client.options != null ? (client as unknown as CopyClient) : null;
 };
 
+/** What String.prototype.trim removes (ECMAScript WhiteSpace and LineTerminator), for btrim. */
+const TRIMMED = '\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff';
+
 /** Bytes per chunk handed on (PostgreSQL sends one message per row). */
 const CHUNK = 64 * 1024;
 
 export interface CopyTarget {
   formId: number;
   draft: boolean;
-  /** The exported definition; every row must be a version of it (checked here). */
+  /** The exported definition; every row must be a version of it (the caller knows: no other published one). */
   defId: number;
   /** How many field columns the table has (the definition's root leaves). */
   columns: number;
@@ -53,23 +56,25 @@ export interface CopyTarget {
 
 /**
  * The root table's rows (no header) as CSV bytes, newest first (createdAt, id descending), or
- * null when this export cannot take the COPY path: not postgres.js, or a row that is encrypted or
- * of another definition (one indexed read decides). Outside any transaction. The generator stops
+ * null when this export cannot take the COPY path (not postgres.js, or inside a transaction).
+ * Encrypted rows are written as the general path writes them without passphrases (metadata,
+ * `not decrypted` or `missing encrypted form data`). The generator stops
  * the COPY when it is returned early (the client went away).
  */
 export async function copyRootRows(ctx: Ctx, t: CopyTarget): Promise<AsyncGenerator<Uint8Array> | null> {
   const client = ctx.tx ? null : copyClient(ctx.db);
   if (!client) return null;
-  const where = sql`${submissions.formId} = ${t.formId} and ${submissions.draft} = ${t.draft} and ${submissions.deletedAt} is null`;
-  const [other] = await rawRows<{ found: boolean }>(ctx.db, sql`select exists (
-    select 1 from ${submissions} join ${submissionDefs} on ${submissionDefs.id} = ${submissions.currentDefId}
-    where ${where} and (${submissionDefs.formDefId} <> ${t.defId} or ${submissionDefs.encrypted})) as found`);
-  if (other?.found !== false) return null;
-
   const d = submissionDefs;
   const s = submissions;
   // Every value inlined is a number or a boolean (COPY takes no parameters).
-  const fields = t.columns === 0 ? null : sql`case when ${plain(sql`${d.rootText}`)} then replace(${d.rootText}, E'\\x1f', ',')
+  // An encrypted row (never decrypted here): empty fields and Central's status words, as
+  // encryptionStatus in lib/submissions/rows.ts (the file name trimmed of what String.trim removes).
+  const encryptedFile = sql`btrim(${d.rootValues} ->> '/encryptedXmlFile', ${sql.raw(`'${TRIMMED}'`)})`;
+  const status = sql`case when not ${d.encrypted} then ''
+    when exists (select 1 from ${submissionAttachments} a where a.submission_def_id = ${d.id} and a.blob_id is not null and a.name = ${encryptedFile})
+    then 'not decrypted' else 'missing encrypted form data' end`;
+  const fields = t.columns === 0 ? null : sql`case when ${d.encrypted} then ${sql.raw(`'${','.repeat(Math.max(0, Math.trunc(t.columns) - 1))}'`)}
+    when ${plain(sql`${d.rootText}`)} then replace(${d.rootText}, E'\\x1f', ',')
     else (select string_agg(case when c ~ '[",\r\n]' then '"' || replace(c, '"', '""') || '"' else c end, ',' order by n)
       from unnest(string_to_array(${d.rootText}, E'\\x1f')) with ordinality as t(c, n) where n <= ${sql.raw(String(Math.trunc(t.columns)))}) end`;
   const line = sql.join([
@@ -78,11 +83,14 @@ export async function copyRootRows(ctx: Ctx, t: CopyTarget): Promise<AsyncGenera
     cell(sql`${s.instanceId}`),
     sql`coalesce(${s.submitterId}::text, '')`,
     cell(sql`coalesce(${actors.displayName}, '')`),
-    // A definition without binary fields (every row is of it) expects no file: no lookups.
+    // A plain version of a definition without binary fields expects no file: no lookups.
     ...(t.binary
       ? [sql`att.received::text`, sql`att.expected::text`]
-      : [sql`'0'`, sql`'0'`]),
-    sql`''`,
+      : [
+        sql`case when ${d.encrypted} then (select count(*) from ${submissionAttachments} a where a.submission_def_id = ${d.id} and a.blob_id is not null)::text else '0' end`,
+        sql`case when ${d.encrypted} then (select count(*) from ${submissionAttachments} a where a.submission_def_id = ${d.id})::text else '0' end`,
+      ]),
+    status,
     cell(sql`coalesce(${s.reviewState}, '')`),
     cell(sql`coalesce(${s.deviceId}, '')`),
     // Only an edit (ingest.ts addVersion) adds a version, and it sets updated_at: never updated, never edited.
@@ -91,7 +99,11 @@ export async function copyRootRows(ctx: Ctx, t: CopyTarget): Promise<AsyncGenera
   ], sql`, `);
   const query = sql`copy (
     select concat_ws(',', ${line})
-    from ${s} join ${d} on ${d.id} = ${s.currentDefId} join ${formDefs} on ${formDefs.id} = ${d.formDefId}
+    from ${s}
+    -- A version per submission row (no flattening): the plan streams rows in index order from the
+    -- first one instead of joining and sorting the whole form first (first byte after seconds).
+    cross join lateral (select * from ${d} where ${d.id} = ${s.currentDefId} offset 0) as ${d}
+    join ${formDefs} on ${formDefs.id} = ${d.formDefId}
     left join ${actors} on ${actors.id} = ${s.submitterId}
     ${t.binary ? sql`left join lateral (select count(*) as expected, count(a.blob_id) as received from ${submissionAttachments} a
       where a.submission_def_id = ${d.id}) att on true` : sql``}

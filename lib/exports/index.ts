@@ -310,7 +310,9 @@ async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft:
       for (const [path, options] of seen) selectOptions.set(path, [...options].sort());
     }
   }
-  const copy = conditions.length === 3 && !decryptor.active ? { formId: f.form.id, draft, defId: def.id, binary: def.fields.some((x) => x.binary === true) } : null;
+  // The COPY path needs every row to be of `def`: true without another published definition
+  // (live submissions are of published ones; draft ones of the current draft).
+  const copy = conditions.length === 3 && !decryptor.active && (draft || olderDefs.length === 0) ? { formId: f.form.id, draft, defId: def.id, binary: def.fields.some((x) => x.binary === true) } : null;
   return { form: f.form, plan: { where, tables: exportTables(f.form.xmlFormId, def.fields, older, query, selectOptions), defId: def.id, rootPaths, fieldsOf, decryptor, copy } };
 }
 
