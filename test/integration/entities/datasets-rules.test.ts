@@ -5,8 +5,10 @@
  * submissions when approval is turned off, and the entity facts in submission audits.
  */
 import { readFileSync } from 'node:fs';
-import { describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { harness, json, type Harness } from '../../helpers/harness';
+import { testDatabase } from '../../setup/db';
+import { workbook } from '../../helpers/xlsform-sheets';
 
 const fixture = (path: string) => readFileSync(new URL(`../../../../shared/fixtures/${path}`, import.meta.url), 'utf8');
 const XML = { 'Content-Type': 'application/xml' };
@@ -14,6 +16,9 @@ const P = (h: Harness) => `/v1/projects/${h.projectId}`;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
+
+// The shared test database is made once, outside the first test's time limit.
+beforeAll(() => testDatabase());
 
 async function upload(h: Harness, xml: string, query = '?publish=true') {
   return h.post(`${P(h)}/forms${query}`, { as: 'alice', body: xml, headers: XML });
@@ -230,5 +235,31 @@ describe('entities.csv with $filter and $search', () => {
     expect(all.headers.get('etag')).not.toBeNull();
     expect((await all.text()).trim().split('\n')).toHaveLength(3);
     expect(await json(await h.get(`${D}/entities.csv?$filter=${encodeURIComponent('age eq (')}`, { as: 'alice' }))).toMatchObject({ code: 400.18 });
+  });
+});
+
+describe('fast external itemsets beside a Dataset named itemsets', () => {
+  test('a spreadsheet form (new, and as a new draft) keeps its generated itemsets.csv; the Dataset is not linked', async () => {
+    const h = await harness();
+    expect((await h.post(`${P(h)}/datasets`, { as: 'alice', body: { name: 'itemsets' } })).status).toBe(200);
+    const book = (title: string) => workbook({
+      survey: [['type', 'name', 'label', 'choice_filter'], ['select_one state', 'state', 'State', null], ['select_one_external lga', 'lga', 'LGA', 'state=${state}']],
+      choices: [['list_name', 'name', 'label'], ['state', 'kano', 'Kano']],
+      external_choices: [['list_name', 'name', 'label', 'state'], ['lga', 'ungogo', 'Ungogo', 'kano']],
+      settings: [['form_id', 'form_title'], ['itemsets_form', title]],
+    });
+    const XLSX = { 'Content-Type': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' };
+    expect((await h.post(`${P(h)}/forms?publish=true`, { as: 'alice', body: book('one'), headers: XLSX })).status).toBe(200);
+    const csv = async (path: string) => {
+      const res = await h.get(`${P(h)}/forms/itemsets_form/${path}attachments/itemsets.csv`, { as: 'alice' });
+      expect(res.status).toBe(200);
+      return res.text();
+    };
+    const quoted = /^"list_name","name","label","state"\r?\n"lga","ungogo","Ungogo","kano"/;
+    expect(await csv('')).toMatch(quoted);
+    expect((await h.post(`${P(h)}/forms/itemsets_form/draft`, { as: 'alice', body: book('two'), headers: XLSX })).status).toBe(200);
+    expect(await csv('draft/')).toMatch(quoted);
+    const [attachment] = await json<Json[]>(await h.get(`${P(h)}/forms/itemsets_form/draft/attachments`, { as: 'alice' }));
+    expect(attachment).toMatchObject({ name: 'itemsets.csv', exists: true, datasetExists: false });
   });
 });

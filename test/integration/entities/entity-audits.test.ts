@@ -7,8 +7,9 @@
  * does not permit (403.2).
  */
 import { readFileSync } from 'node:fs';
-import { describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { harness, json, type Harness } from '../../helpers/harness';
+import { testDatabase } from '../../setup/db';
 
 const fixture = (path: string) => readFileSync(new URL(`../../../../shared/fixtures/${path}`, import.meta.url), 'utf8');
 const XML = { 'Content-Type': 'application/xml' };
@@ -18,6 +19,9 @@ const UUID = '12345678-1234-4123-8234-123456789abc';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
+
+// The shared test database is made once, outside the first test's time limit.
+beforeAll(() => testDatabase());
 
 async function publish(h: Harness, form: string) {
   const res = await h.post(`${P(h)}/forms?publish=true`, { as: 'alice', body: fixture(`forms/${form}.xml`), headers: XML });
