@@ -158,16 +158,21 @@ if (process.env.BENCH_SEED_ONLY === '1') {
 
 // The row at 90 % of the soak feed (newest first): its instanceId for the deep skiptoken, its q1 for the selective filter.
 const deepAt = Math.floor(N * 0.9);
-const [deep] = await db
-  .select({ instanceId: submissions.instanceId, q1: sql<string>`${submissionDefs.rootValues} ->> '/q1'` })
+// The position by the submissions index alone (no submission_defs rows read), then that row's q1.
+const [deepSub] = await db
+  .select({ instanceId: submissions.instanceId, defId: submissions.currentDefId })
   .from(submissions)
-  .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
-  .where(eq(submissions.formId, soakTarget.formId))
+  .where(and(eq(submissions.formId, soakTarget.formId), eq(submissions.draft, false), sql`${submissions.deletedAt} is null`))
   .orderBy(desc(submissions.createdAt), desc(submissions.id))
   .offset(deepAt - 1)
   .limit(1);
-if (!deep) throw new Error('no deep row');
-const q1Matches = (await rowsOf<{ n: number }>(sql`select count(*)::int as n from ${submissionDefs} d join ${submissions} s on s.current_def_id = d.id
+if (!deepSub) throw new Error('no deep row');
+const [deepDef] = await db.select({ q1: sql<string>`${submissionDefs.rootValues} ->> '/q1'` }).from(submissionDefs).where(eq(submissionDefs.id, deepSub.defId!));
+const deep = { instanceId: deepSub.instanceId, q1: deepDef!.q1 };
+// BENCH_SKIP_SCANS=1: the first pass leaves out the selective cases (each a scan of the whole form
+// without an index: ~17 s at 1,000,000 on this box); their rows are then checked by value only.
+const SKIP_SCANS = process.env.BENCH_SKIP_SCANS === '1';
+const q1Matches = SKIP_SCANS ? null : (await rowsOf<{ n: number }>(sql`select count(*)::int as n from ${submissionDefs} d join ${submissions} s on s.current_def_id = d.id
   where s.form_id = ${soakTarget.formId} and d.root_values ->> '/q1' = ${deep.q1}`))[0]!.n;
 
 // ---------------------------------------------------------------------------------------------
@@ -300,7 +305,8 @@ const cases: Case[] = [
   {
     label: `$filter q1 eq (selective)`, required: true, url: `${svc(SOAK_FORM_ID)}/Submissions${q({ $filter: `q1 eq '${deep.q1}'`, $top: String(PAGE) })}`,
     check: (b) => {
-      expectRows(q1Matches, b.value.length);
+      if (q1Matches != null) expectRows(q1Matches, b.value.length);
+      if (b.value.length === 0 || b.value.some((r) => String(r.q1) !== deep.q1)) throw new Error('a row does not match the filter');
       return `${b.value.length} rows (q1 = '${deep.q1}')`;
     },
   },
@@ -373,7 +379,7 @@ async function runCase(c: Case): Promise<void> {
 // First pass: no field index (those of an earlier run on a kept database are dropped first).
 for (const r of await rowsOf<{ name: string }>(sql`select name from submission_field_indexes`)) await db.execute(sql.raw(`drop index if exists "${r.name}"`));
 await db.execute(sql`delete from submission_field_indexes`);
-for (const c of cases) await runCase(c);
+for (const c of cases) if (!(SKIP_SCANS && /selective/.test(c.label))) await runCase(c);
 // Second pass (BENCH_FIELD_INDEX=0 skips it): the indexes a filter on q1 (soak) and age (withrepeat) builds, then the filter cases again.
 let indexBuild = '';
 if (process.env.BENCH_FIELD_INDEX !== '0') {
@@ -383,7 +389,7 @@ if (process.env.BENCH_FIELD_INDEX !== '0') {
   await noteFieldFilter(building, repeatTarget.formId, [{ path: '/age', kind: 'number' }]);
   await fieldIndexesSettled();
   const built = await rowsOf<{ name: string; state: string; size: string; error: string | null }>(sql`select name, state, error,
-    pg_size_pretty(pg_relation_size(name::regclass)) as size from submission_field_indexes`);
+    case when to_regclass(name) is null then '-' else pg_size_pretty(pg_relation_size(to_regclass(name))) end as size from submission_field_indexes`);
   indexBuild = `field indexes built CONCURRENTLY in ${((performance.now() - t0) / 1000).toFixed(1)} s (with ANALYZE): ${built.map((b) => `${b.name} ${b.state} ${b.size}${b.error ? ` ${b.error}` : ''}`).join(', ')}`;
   console.log(indexBuild);
   for (const c of cases.filter((x) => x.url.includes('filter'))) await runCase({ ...c, label: `${c.label} [indexed]` });

@@ -17,7 +17,8 @@
  * the build in the background (outside the request and any transaction; the first filtered request
  * still scans); the builder claims the row (`building`), creates the index CONCURRENTLY (plain
  * CREATE INDEX on PGlite), ANALYZEs submission_defs (expression statistics) and marks it `ready`,
- * or `failed` with the error after dropping an invalid leftover. Use touches `last_used_at` (at most
+ * or `failed` with the error after dropping an invalid leftover (tried again after an hour). Builds
+ * run one at a time per process (concurrent CREATE INDEX CONCURRENTLY on one table deadlock). Use touches `last_used_at` (at most
  * once an hour per index and process). Indexes unused for 30 days are dropped by the sweep that a
  * filter starts at most once an hour per process. At most 32 indexes exist at once: each costs
  * every submission insert a little (bench/README.md, "field index ingest cost").
@@ -113,8 +114,9 @@ export async function noteFieldFilter(ctx: Ctx, formId: number, fields: Array<{ 
         touched.set(row.name, now);
         await db.update(submissionFieldIndexes).set({ lastUsedAt: new Date() }).where(eq(submissionFieldIndexes.id, row.id));
       }
-      // A build a process died in (or a Worker was cut short in) is taken over after an hour.
-      if (row.state === 'building' || row.state === 'pending') start(ctx, db, row.id);
+      // A build a process died in (or a Worker was cut short in) is taken over after an hour, and a
+      // failed one is tried again after as long.
+      if (row.state !== 'ready') start(ctx, db, row.id);
     }
     if (missing.length > 0 && await formHasRows(db, formId, min)) {
       const [{ n } = { n: 0 }] = await rawRows<{ n: number }>(db, sql`select count(*)::int as n from ${submissionFieldIndexes} where state <> 'failed'`);
@@ -152,8 +154,15 @@ export async function fieldIndexesSettled(): Promise<void> {
   while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
 }
 
+/**
+ * Builds run one at a time in a process: two CREATE INDEX CONCURRENTLY on one table wait for each
+ * other's snapshots and deadlock.
+ */
+let queue: Promise<void> = Promise.resolve();
 function start(ctx: Ctx, db: Db, id: number): void {
-  track(buildFieldIndex(ctx, db, id));
+  const next = queue.then(() => buildFieldIndex(ctx, db, id));
+  queue = next.catch(() => {});
+  track(next);
 }
 
 /** Whether the database is PGlite (one connection, no CONCURRENTLY). */
@@ -166,7 +175,7 @@ const isPglite = (db: Db) => (db as unknown as { $client?: { constructor?: { nam
 async function buildFieldIndex(ctx: Ctx, db: Db, id: number): Promise<void> {
   const [row] = await db.update(submissionFieldIndexes).set({ state: 'building', startedAt: new Date() })
     .where(and(eq(submissionFieldIndexes.id, id), or(eq(submissionFieldIndexes.state, 'pending'),
-      and(eq(submissionFieldIndexes.state, 'building'), lt(submissionFieldIndexes.startedAt, sql`now() - ${STALE_BUILD}`)))))
+      and(inArray(submissionFieldIndexes.state, ['building', 'failed']), lt(submissionFieldIndexes.startedAt, sql`now() - ${STALE_BUILD}`)))))
     .returning().catch(() => []);
   if (!row) return;
   const concurrently = isPglite(db) ? '' : ' concurrently';
@@ -181,7 +190,9 @@ async function buildFieldIndex(ctx: Ctx, db: Db, id: number): Promise<void> {
   } catch (err) {
     ctx.log.warn('field index build failed', { err, name: row.name, path: row.path });
     await db.execute(sql.raw(`drop index${concurrently} if exists "${row.name}"`)).catch(() => {});
-    await db.update(submissionFieldIndexes).set({ state: 'failed', error: String((err as Error).message ?? err).slice(0, 500) })
+    // drizzle wraps the database's error: its cause says what went wrong.
+    const e = err as { cause?: { message?: string }; message?: string };
+    await db.update(submissionFieldIndexes).set({ state: 'failed', error: String(e.cause?.message ?? e.message ?? err).slice(0, 500) })
       .where(eq(submissionFieldIndexes.id, id)).catch(() => {});
   }
 }
