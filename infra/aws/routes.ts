@@ -70,3 +70,22 @@ export function matchHttpApiRoute(routes: readonly string[], path: string): stri
   }
   return best?.route ?? null;
 }
+
+/**
+ * A path a route table pattern matches, derived from its source: `[^/]+` becomes `x1`, optional
+ * groups and `/?` are left out, `s?` keeps the `s`. For the template check, so that an entry added
+ * to the table is covered without a hand-written sample. Pure; returns null when the derived path
+ * does not match the pattern after all.
+ */
+export function samplePathFor(pattern: RegExp): string | null {
+  const path = pattern.source
+    .replace(/^\^/, '')
+    .replace(/\$$/, '')
+    .replace(/\(\\\/\|\$\)/g, '')
+    .replace(/\((?:[^()]|\([^()]*\))*\)\?/g, '')
+    .replace(/\\\/\?/g, '')
+    .replace(/\[\^\/\]\+/g, 'x1')
+    .replace(/s\?/g, 's')
+    .replace(/\\([/.])/g, '$1');
+  return pattern.test(path) ? path : null;
+}

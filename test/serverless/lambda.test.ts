@@ -17,7 +17,7 @@ import { buildLambdaBundles, type BuiltBundle } from '../../infra/aws/build';
 import { synthesize } from '../../infra/aws/cdk/stack';
 import { lambdaFunctions } from '../../infra/aws/functions';
 import { groupForEvent } from '../../infra/aws/router';
-import { matchHttpApiRoute } from '../../infra/aws/routes';
+import { matchHttpApiRoute, samplePathFor } from '../../infra/aws/routes';
 import { groupFor, routeTable } from '../../lib/http/route-table';
 import { routingPath } from '../../lib/http/routing';
 import { SCHEDULE } from '../../lib/jobs/scheduled';
@@ -367,7 +367,10 @@ describe('AWS stack (CDK, synthesized offline)', () => {
     expect(routes.get('$default')).toBe('router');
     const paths = [...routes.keys()].filter((k) => k !== '$default').map((k) => k.replace(/^ANY /, ''));
     const hit = new Set<number>();
-    for (const sample of [...SAMPLE_PATHS, ...SAMPLE_PATHS.filter((p) => p.startsWith('/v1/')).map((p) => `/v1/key/T0k3n${p.slice(3)}`)]) {
+    // Hand-written samples, plus one derived from each entry (so a new entry is covered too).
+    const derived = routeTable.map(([re]) => samplePathFor(re)).filter((p): p is string => p != null);
+    const samples = [...SAMPLE_PATHS, ...derived];
+    for (const sample of [...samples, ...samples.filter((p) => p.startsWith('/v1/')).map((p) => `/v1/key/T0k3n${p.slice(3)}`)]) {
       const routed = routingPath(new Request(`https://x${sample}`));
       routeTable.forEach(([re], i) => { if (re.test(routed) && routeTable.findIndex(([r]) => r.test(routed)) === i) hit.add(i); });
       const route = matchHttpApiRoute(paths, sample);
