@@ -19,6 +19,8 @@ export const routeTable: ReadonlyArray<readonly [RegExp, GroupName]> = [
   [/^\/v1\/sessions(\/|$)/, 'users'],
   [/^\/v1\/user-preferences(\/|$)/, 'users'],
   [/^\/v1\/config(\/|$)/, 'users'],
+  [/^\/v1\/analytics\/preview$/, 'users'],
+  [/^\/v1\/backup$/, 'users'],
   [/^\/v1\/audits(\/|$)/, 'audits'],
   // Exports (submissions.csv, submissions.csv.zip) and OData (F.svc, F/draft.svc), before the submissions and forms entries.
   [/^\/v1\/projects\/[^/]+\/forms\/[^/]+\.svc(\/|$)/, 'exports'],

@@ -8,10 +8,11 @@ const keyPrefix = /^\/v1\/key\/[^/]*(?=\/)/;
 
 /**
  * The path Hono routes on: App User requests `/v1/key/{token}/…` route as `/v1/…` (the token is read
- * by authenticate()), so every route is reachable under the key prefix (Central's behaviour).
+ * by authenticate()), so every route is reachable under the key prefix (Central's behaviour); one
+ * trailing slash is ignored (`/v1/projects/1/assignments/forms/`), as Express routes for Central.
  */
 export function routingPath(request: Request): string {
-  return getPath(request).replace(keyPrefix, '/v1');
+  return getPath(request).replace(keyPrefix, '/v1').replace(/(.)\/$/, '$1');
 }
 
 /** Unknown route: 404.2 without an API version, 404.3 for another version, else 404.1 (Central). */
