@@ -3,6 +3,7 @@ import type { Context } from 'hono';
 import { newApp, type AppEnv } from '../../lib/http/app';
 import { odataMetadataResponse, odataQuery, serviceUrl } from '../../lib/http/odata';
 import { projectId, stringParam } from '../../lib/http/params';
+import { publicOrigin } from '../../lib/http/responses';
 import { odataFeed, odataMetadata, odataServiceDocument } from '../../lib/odata';
 
 type C = Context<AppEnv, string>;
@@ -17,6 +18,7 @@ const rest = async (c: C, draft: boolean) => {
   if (resource === '$metadata') return odataMetadataResponse(() => odataMetadata(c.var.ctx, projectId(c), formOf(c, draft), draft));
   const stream = await odataFeed(c.var.ctx, {
     projectId: projectId(c), xmlFormId: formOf(c, draft), draft, resource, query: odataQuery(c), serviceUrl: serviceUrl(c, formOf(c, draft), draft),
+    pageUrl: `${publicOrigin(c)}${new URL(c.req.url).pathname}`,
   });
   return new Response(stream, { status: 200, headers: FEED_TYPE });
 };

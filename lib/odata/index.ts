@@ -278,6 +278,8 @@ export interface FeedInput {
   query: Array<[string, string]>;
   /** Absolute `…/forms/<id>.svc` URL (for @odata.context and nextLink). */
   serviceUrl: string;
+  /** The request's absolute URL without its query, its path as the client sent it (nextLink, as Central). */
+  pageUrl?: string;
 }
 
 /**
@@ -341,8 +343,8 @@ async function rootFeed(
     const [at] = typeof id === 'string'
       ? await ctx.db.select({ createdAt: submissions.createdAt, id: submissions.id }).from(submissions).where(and(...base, eq(submissions.instanceId, id)))
       : [];
-    if (!at) throw new Problem(400.34, 'Record associated with the provided $skiptoken not found.');
-    where.push(sql`(${submissions.createdAt}, ${submissions.id}) < (${at.createdAt.toISOString()}::timestamptz, ${at.id})`);
+    // A token naming no submission (deleted, never there): an empty page, as Central.
+    where.push(at ? sql`(${submissions.createdAt}, ${submissions.id}) < (${at.createdAt.toISOString()}::timestamptz, ${at.id})` : sql`false`);
   }
   const whereSql = and(...where)!;
   const countWhere = and(...where.slice(0, q.skiptoken ? -1 : undefined));
@@ -382,9 +384,10 @@ async function rootFeed(
       else after = { createdAt: page[page.length - 1]!.createdAt.toISOString(), id: page[page.length - 1]!.id };
     }
   }
-  const pageUrl = `${input.serviceUrl}/${resource.table.name}`;
+  const pageUrl = input.pageUrl ?? `${input.serviceUrl}/${resource.table.name}`;
   return envelope(context, rows(), () => ({
-    nextLink: !more ? null : custom ? nextLink(pageUrl, q, { skip: q.skip + wanted }) : nextLink(pageUrl, q, { skiptoken: encodeSkiptoken({ instanceId: lastId }) }),
+    // Central gives a nextLink only after a row ($top=0 has none).
+    nextLink: !more || lastId == null ? null : custom ? nextLink(pageUrl, q, { skip: q.skip + wanted }) : nextLink(pageUrl, q, { skiptoken: encodeSkiptoken({ instanceId: lastId }) }),
     count,
   }));
 }
@@ -540,9 +543,9 @@ async function repeatFeed(
       yield shape(x.row);
     }
   }
-  const pageUrl = `${input.serviceUrl}/${input.resource}`;
+  const pageUrl = input.pageUrl ?? `${input.serviceUrl}/${input.resource}`;
   return envelope(context, rows(), () => ({
-    nextLink: !more ? null : q.orderby.length > 0 ? nextLink(pageUrl, q, { skip: q.skip + wanted }) : nextLink(pageUrl, q, { skiptoken: encodeSkiptoken({ repeatId: lastId }) }),
+    nextLink: !more || lastId == null ? null : q.orderby.length > 0 ? nextLink(pageUrl, q, { skip: q.skip + wanted }) : nextLink(pageUrl, q, { skiptoken: encodeSkiptoken({ repeatId: lastId }) }),
     // With a skiptoken the count is still the whole (filtered) table's, as on Submissions.
     count: counted ? before + total : null,
   }));

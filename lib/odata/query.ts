@@ -65,7 +65,7 @@ export function readFeedQuery(entries: Array<[string, string]>): FeedQuery {
   for (const [k] of entries) if (!KNOWN.has(k)) throw problems.internal.notImplemented({ feature: k });
   const format = q.get('$format');
   if (format != null && !/^(json|application\/json)/i.test(format)) throw notAcceptable(format);
-  if (q.has('$orderby') && q.has('$skiptoken')) throw problems.internal.notImplemented({ feature: '$orderby with $skiptoken' });
+  if (q.has('$orderby') && q.has('$skiptoken')) throw problems.internal.notImplemented({ feature: 'using $orderby and $skiptoken together' });
   if (q.has('$select') && q.has('$expand')) throw new Problem(501.11, "This server doesn't support $select query parameter with $expand.");
   const expandText = q.get('$expand');
   const orderby = (q.get('$orderby') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '').map((s) => {
@@ -79,7 +79,8 @@ export function readFeedQuery(entries: Array<[string, string]>): FeedQuery {
   });
   return {
     top: q.has('$top') ? integer('$top', q.get('$top')!) : null,
-    skip: q.has('$skip') ? integer('$skip', q.get('$skip')!) : 0,
+    // As Central, `$skip` does not apply once a `$skiptoken` says where to go on.
+    skip: q.has('$skip') && !q.has('$skiptoken') ? integer('$skip', q.get('$skip')!) : 0,
     skiptoken: q.has('$skiptoken') ? decodeSkiptoken(q.get('$skiptoken')!) : null,
     count: q.get('$count') === 'true',
     wkt: q.get('$wkt') === 'true',
@@ -92,13 +93,18 @@ export function readFeedQuery(entries: Array<[string, string]>): FeedQuery {
 }
 
 /**
- * The `@odata.nextLink` of a page (fact 20): the request URL with its keys percent-encoded, the
- * other parameters kept in order, `$skip` dropped and `$skiptoken` set (or, under `$orderby`,
- * `$skip` moved forward).
+ * The `@odata.nextLink` of a page (fact 20), as Central writes it (util/http urlWithQueryParams):
+ * the request URL's path as the client sent it, and its query as URLSearchParams writes it (form
+ * encoding: a space is `+`, `'` is `%27`), `$skip` dropped and `$skiptoken` set in place (or added
+ * at the end); under `$orderby`, `$skip` moved forward instead.
  */
 export function nextLink(baseUrl: string, q: FeedQuery, next: { skiptoken: string } | { skip: number }): string {
-  const params: Array<[string, string]> = q.raw.filter(([k]) => k !== '$skiptoken' && k !== '$skip');
-  if ('skiptoken' in next) params.push(['$skiptoken', next.skiptoken]);
-  else params.push(['$skip', String(next.skip)]);
-  return `${baseUrl}?${params.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}`;
+  const params = new URLSearchParams(q.raw);
+  params.delete('$skip');
+  if ('skiptoken' in next) params.set('$skiptoken', next.skiptoken);
+  else {
+    params.delete('$skiptoken');
+    params.set('$skip', String(next.skip));
+  }
+  return `${baseUrl}?${params.toString()}`;
 }
