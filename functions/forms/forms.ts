@@ -3,7 +3,7 @@ import type { Context } from 'hono';
 import { isExtended, newApp, success, type AppEnv } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
 import { intParam, projectId, stringParam } from '../../lib/http/params';
-import { blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
+import { actionNotes, blobResponse, bodyBytes, xmlResponse } from '../../lib/http/responses';
 import * as attachments from '../../lib/forms/attachments';
 import * as forms from '../../lib/forms';
 import * as entityLists from '../../lib/entities/entity-lists';
@@ -25,7 +25,7 @@ export const formsRoutes = newApp()
   .get('/v1/projects/:projectId/forms', async (c) =>
     c.json(await forms.listForms(c.var.ctx, projectId(c), { deleted: c.req.query('deleted') === 'true', extended: isExtended(c) })))
   .post('/v1/projects/:projectId/forms', async (c) =>
-    c.json(await forms.createForm(c.var.ctx, projectId(c), { ...(await upload(c)), publish: isTrue(c.req.query('publish')) })))
+    c.json(await forms.createForm(c.var.ctx, projectId(c), { ...(await upload(c)), publish: isTrue(c.req.query('publish')), notes: actionNotes(c) })))
   .post('/v1/projects/:projectId/forms/:formId/restore', async (c) => {
     await forms.restoreForm(c.var.ctx, projectId(c), intParam(c, 'formId'));
     return success(c);
