@@ -16,7 +16,9 @@
  * Lifecycle, recorded in `submission_field_indexes`: a filter inserts a `pending` row and starts
  * the build in the background (outside the request and any transaction; the first filtered request
  * still scans); the builder claims the row (`building`), creates the index CONCURRENTLY (plain
- * CREATE INDEX on PGlite), ANALYZEs submission_defs (expression statistics) and marks it `ready`,
+ * CREATE INDEX on PGlite), creates extended statistics on the expression (the planner does not use a
+ * partial index's own statistics; without them a range is guessed at a third of the rows and
+ * walks the feed order instead), ANALYZEs submission_defs and marks it `ready`,
  * or `failed` with the error after dropping an invalid leftover (tried again after an hour). Builds
  * run one at a time per process (concurrent CREATE INDEX CONCURRENTLY on one table deadlock). Use touches `last_used_at` (at most
  * once an hour per index and process). Indexes unused for 30 days are dropped by the sweep that a
@@ -183,7 +185,9 @@ async function buildFieldIndex(ctx: Ctx, db: Db, id: number): Promise<void> {
   try {
     await db.execute(sql.raw(`drop index${concurrently} if exists "${row.name}"`));
     await db.execute(sql`${sql.raw(`create index${concurrently} if not exists "${row.name}" on submission_defs (`)}(${expr})) where (${expr}) is not null`);
-    // Statistics of the new expression, so the planner knows how selective a comparison is.
+    // Statistics of the expression, so the planner knows how selective a comparison is: the planner
+    // ignores a partial index's own expression statistics, so extended statistics carry them.
+    await db.execute(sql`${sql.raw(`create statistics if not exists "${row.name}_st" on (`)}${expr}) from submission_defs`);
     await db.execute(sql`analyze ${submissionDefs}`);
     await db.update(submissionFieldIndexes).set({ state: 'ready', builtAt: new Date(), error: null }).where(eq(submissionFieldIndexes.id, id));
     ctx.log.info('field index built', { name: row.name, path: row.path, kind: row.kind });
@@ -210,6 +214,7 @@ export async function sweepFieldIndexes(ctx: Ctx, db: Db = ctx.tx?.root ?? ctx.d
     for (const row of old) {
       if (row.state === 'building') continue;
       await db.execute(sql.raw(`drop index${concurrently} if exists "${row.name}"`));
+      await db.execute(sql.raw(`drop statistics if exists "${row.name}_st"`));
       await db.delete(submissionFieldIndexes).where(eq(submissionFieldIndexes.id, row.id));
       dropped += 1;
     }
