@@ -55,6 +55,11 @@ export interface Deps {
    */
   hashStream?: () => { update(chunk: Uint8Array): void; digest(): { sha: string; md5: string } };
   /**
+   * Whether the database driver may stream `COPY … TO STDOUT` (lib/exports/copy.ts): postgres.js
+   * over Node's net sockets. Absent (Workers' socket shim, PGlite, tests): exports take the general path.
+   */
+  copyToStream?: boolean;
+  /**
    * Outgoing mail (lib/mail): SMTP when EMAIL_HOST is set, else .eml files under DATA_DIR/mail on the
    * local server. Absent (Workers, Lambda without EMAIL_HOST, tests): messages are logged, not sent.
    */

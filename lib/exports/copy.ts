@@ -64,7 +64,8 @@ export interface CopyTarget {
  * the COPY when it is returned early (the client went away).
  */
 export async function copyRootRows(ctx: Ctx, t: CopyTarget): Promise<AsyncGenerator<Uint8Array> | null> {
-  const client = ctx.tx ? null : copyClient(ctx.db);
+  // Only where the driver's COPY stream is known to work (Node sockets; not Workers' shim).
+  const client = ctx.tx || !ctx.copyToStream ? null : copyClient(ctx.db);
   if (!client) return null;
   const d = submissionDefs;
   const s = submissions;

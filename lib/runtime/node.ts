@@ -94,5 +94,5 @@ export async function createNodeDeps(config: Config, opts: { mailOutbox?: boolea
   const log = createLogger(config.LOG_LEVEL);
   const mailer = nodeMailer(config, { outbox: opts.mailOutbox ?? true });
   if (!mailer) log.warn('no mail transport is configured (EMAIL_HOST): account mail will be logged, not sent');
-  return { db: database.db, blobs: openBlobStore(config), config, log, database, deflateRaw: nativeDeflateRaw, crc32: zlibCrc32, aesCfb: nativeAesCfb, hashStream: nativeHashStream, mailer };
+  return { db: database.db, blobs: openBlobStore(config), config, log, database, deflateRaw: nativeDeflateRaw, crc32: zlibCrc32, aesCfb: nativeAesCfb, hashStream: nativeHashStream, copyToStream: true, mailer };
 }

@@ -159,7 +159,7 @@ describe('Workers: gateway and group Workers in workerd, PostgreSQL through Hype
     const zip = await call('GET', `/v1/projects/${projectId}/forms/${PHOTOS_FORM_ID}/submissions.csv.zip`, { token });
     expect(zip.status).toBe(200);
     const files = unzipSync(new Uint8Array(await zip.arrayBuffer()));
-    expect(Object.keys(files).sort()).toEqual([`${PHOTOS_FORM_ID}.csv`, 'media/back.jpg', 'media/front.jpg']);
+    expect(Object.keys(files).sort()).toEqual([`${PHOTOS_FORM_ID}.csv`, 'media/back.jpg', 'media/front.jpg'].sort());
     expect(md5(files['media/back.jpg']!)).toBe(md5(back));
     expect(strFromU8(files[`${PHOTOS_FORM_ID}.csv`]!)).toContain('Depot');
 

@@ -40,7 +40,7 @@ let collectUrl: string;
 beforeAll(async () => {
   own = await ownDatabase('fb_group');
   database = own.database;
-  deps = { db: database.db, blobs: createFsBlobStore(own.blobDir), config: own.config, log: createLogger('silent') };
+  deps = { db: database.db, blobs: createFsBlobStore(own.blobDir), config: own.config, log: createLogger('silent'), copyToStream: true };
   const email = 'group-admin@example.org';
   const password = 'group admin password 1';
   await createUserTask(systemCtx(deps), email, password);
