@@ -275,7 +275,8 @@ describe('invalid UTF-8: refused with a 400, never stored with U+FFFD', () => {
     const boundary = 'XXbad';
     const raw = bytesOf(
       `--${boundary}\r\nContent-Disposition: form-data; name="xml_submission_file"; filename="s.xml"\r\nContent-Type: text/xml\r\n\r\n${xml}\r\n`,
-      `--${boundary}\r\nContent-Disposition: form-data; name="front.jpg"; filename="fr`, [0xc3, 0x28], 'nt.jpg"\r\nContent-Type: image/jpeg\r\n\r\n',
+      // The part's name is the stored file name (Central keeps multer's fieldname, not the filename).
+      `--${boundary}\r\nContent-Disposition: form-data; name="fr`, [0xc3, 0x28], 'nt.jpg"; filename="front.jpg"\r\nContent-Type: image/jpeg\r\n\r\n',
       [...jpeg(1, 1024)], `\r\n--${boundary}--\r\n`,
     );
     const res = await fetch(`${base}${P}/submission`, {
