@@ -24,6 +24,9 @@ async function trash(h: Harness, as: 'alice' | 'bob' = 'alice'): Promise<Json[]>
 
 const restore = (h: Harness, id: number, as: 'alice' | 'bob' | 'chelsea' = 'alice') => h.post(`${P(h)}/forms/${id}/restore`, { as });
 
+/** The `simple` fixture as version 2 (a form made again under a deleted one's xmlFormId). */
+const simpleV2 = formXml('simple').replace('<data id="simple">', '<data id="simple" version="2">');
+
 describe('the Trash', () => {
   test('DELETE F: gone from GET P/forms, listed with ?deleted=true with its numeric id and deletedAt', async () => {
     const h = await harness();
@@ -62,7 +65,8 @@ describe('the Trash', () => {
     const h = await harness();
     await createForm(h, formXml('simple'), { publish: true });
     await h.delete(F(h, 'simple'), { as: 'alice' });
-    const again = await createForm(h, formXml('simple'), { publish: true, query: 'ignoreWarnings=true' });
+    // A new version: the one the deleted form published may not be reused (409.6, as Central).
+    const again = await createForm(h, simpleV2, { publish: true, query: 'ignoreWarnings=true' });
     expect(again.xmlFormId).toBe('simple');
     expect((await json(await h.get(F(h, 'simple'), { as: 'alice' }))).publishedAt).toBe(again.publishedAt);
     expect(await formRows(h, 'simple')).toHaveLength(2);
@@ -81,15 +85,15 @@ describe('the Trash', () => {
     expect(await trash(h)).toEqual([]);
     expect((await formRows(h, 'simple'))[0]!.deletedAt).toBeNull();
     const rows = await h.audits();
-    expect(rows.map((r) => r.action)).toEqual(['form.create', 'form.delete', 'form.restore']);
-    expect(rows[2]).toMatchObject({ actorId: h.ids.bob, acteeId: row!.acteeId });
+    expect(rows.map((r) => r.action)).toEqual(['form.create', 'form.update.publish', 'form.delete', 'form.restore']);
+    expect(rows[3]).toMatchObject({ actorId: h.ids.bob, acteeId: row!.acteeId });
   });
 
   test('restore while a live form has the xmlFormId: 409.3; unknown or live ids: 404.1; chelsea 403.1', async () => {
     const h = await harness();
     await createForm(h, formXml('simple'), { publish: true });
     await h.delete(F(h, 'simple'), { as: 'alice' });
-    await createForm(h, formXml('simple'), { publish: true, query: 'ignoreWarnings=true' });
+    await createForm(h, simpleV2, { publish: true, query: 'ignoreWarnings=true' });
     const [old, live] = await formRows(h, 'simple');
     const pid = String(h.projectId);
     const central = centralError('409.3-duplicate-form').body;
