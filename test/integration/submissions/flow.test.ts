@@ -174,9 +174,10 @@ describe('Collect submits, edits; a manager reviews (real socket)', () => {
     // --- The submission's audit trail, newest first: every step, and nothing else.
     const trail = await bobJson<Array<{ action: string; actorId: number | null; acteeId: string; loggedAt: string }>>(`${S}/audits`);
     expect(trail.map((a) => a.action)).toEqual([
-      'comment.create', 'submission.update', 'submission.update.version', 'submission.attachment.update', 'submission.create',
+      // One attachment event per photo, each POST's (as Central).
+      'comment.create', 'submission.update', 'submission.update.version', 'submission.attachment.update', 'submission.attachment.update', 'submission.create',
     ]);
-    expect(trail.map((a) => a.actorId)).toEqual([h.ids.bob, h.ids.bob, au.id, au.id, au.id]);
+    expect(trail.map((a) => a.actorId)).toEqual([h.ids.bob, h.ids.bob, au.id, au.id, au.id, au.id]);
     expect(new Set(trail.map((a) => a.acteeId)).size).toBe(1);
     const rows = (await h.audits()).filter((r) => (r.details as { submissionId?: number } | null)?.submissionId != null);
     expect(rows.filter((r) => r.action === 'submission.attachment.update').map((r) => (r.details as { name: string }).name)).toEqual([back.name]);
