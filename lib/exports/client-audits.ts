@@ -10,7 +10,7 @@ import { and, asc, eq, sql, type SQL } from 'drizzle-orm';
 import { blobs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
 import type { Ctx } from '../context';
 import type { Decryptor } from '../encryption/decryptor';
-import { decryptedChunks, envelopesFor } from './decrypt';
+import { blobChunks, collect, decryptedChunks, envelopesFor } from './decrypt';
 import { csvLine } from './rows';
 
 /** Central's client audit columns, in its order (after `instance ID`). */
@@ -80,39 +80,10 @@ export const CLIENT_AUDIT_ENC = 'audit.csv.enc';
 export const isClientAuditSql = (): SQL => sql`(case when ${submissionDefs.encrypted} then ${submissionAttachments.name} = ${CLIENT_AUDIT_ENC}
   else ${submissionAttachments.name} = btrim(${submissionDefs.rootValues} ->> '/meta/audit') end)`;
 
+const utf8 = new TextDecoder();
+
 /** Audit files per database round trip (each is read whole: they are small text files). */
 const AUDIT_BATCH = 100;
-
-async function readAll(chunks: AsyncIterable<Uint8Array>): Promise<string> {
-  const parts: Uint8Array[] = [];
-  let n = 0;
-  for await (const c of chunks) {
-    parts.push(c);
-    n += c.length;
-  }
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return new TextDecoder().decode(out);
-}
-
-async function* blobBytes(ctx: Ctx, sha: string): AsyncGenerator<Uint8Array> {
-  const stream = await ctx.blobs.get(sha);
-  if (!stream) return;
-  const reader = stream.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      yield value;
-    }
-  } finally {
-    reader.releaseLock();
-  }
-}
 
 /**
  * The consolidated client audit CSV of a ZIP export: `instance ID` then CLIENT_AUDIT_HEADERS, one
@@ -158,9 +129,9 @@ export async function* clientAuditCsv(ctx: Ctx, where: SQL, decryptor: Decryptor
         if (!envelope?.open) continue;
         const index = envelope.mediaFiles.indexOf(CLIENT_AUDIT_ENC);
         if (row.sha == null || index < 0) rows = [empty];
-        else rows = parseClientAudit(await readAll(decryptedChunks(ctx, row.sha, envelope.open(index))));
+        else rows = parseClientAudit(utf8.decode(await collect(decryptedChunks(ctx, row.sha, envelope.open(index)))));
       } else {
-        rows = row.sha == null ? [empty] : parseClientAudit(await readAll(blobBytes(ctx, row.sha)));
+        rows = row.sha == null ? [empty] : parseClientAudit(utf8.decode(await collect(blobChunks(ctx, row.sha))));
       }
       if (header) text += csvLine(['instance ID', ...CLIENT_AUDIT_HEADERS]);
       header = false;

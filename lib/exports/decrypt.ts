@@ -7,6 +7,7 @@
  */
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { blobs, formDefs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
+import { concatBytes } from '../bytes';
 import type { Ctx } from '../context';
 import type { CfbDecipher } from '../encryption/crypto';
 import type { Decryptor } from '../encryption/decryptor';
@@ -101,20 +102,34 @@ export async function* decryptedChunks(ctx: Ctx, sha: string, decipher: CfbDecip
   yield decipher.final();
 }
 
-async function collect(chunks: AsyncGenerator<Uint8Array>): Promise<Uint8Array> {
+/**
+ * A stored blob's bytes as they are read from the store (lib/blobs).
+ * @returns chunks in order; nothing for an object missing from the store (a lost object leaves an
+ *   export entry empty rather than breaking the whole export). No side effects.
+ */
+export async function* blobChunks(ctx: Ctx, sha: string): AsyncGenerator<Uint8Array> {
+  const stream = await ctx.blobs.get(sha);
+  if (!stream) return;
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+/**
+ * Reads chunks to the end and joins them (small files only: submission XML, client audit logs).
+ * @returns one buffer of every chunk in order. No side effects.
+ */
+export async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
-  let n = 0;
-  for await (const c of chunks) {
-    parts.push(c);
-    n += c.length;
-  }
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  for await (const c of chunks) parts.push(c);
+  return concatBytes(parts);
 }
 
 /**

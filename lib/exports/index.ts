@@ -23,7 +23,7 @@ import { zipStream, type ZipEntry } from './zip';
 import { copyRootRows, type CopyTarget } from './copy';
 import { mediaEntryName } from './media-name';
 import { loadDecryptor, type Decryptor } from '../encryption/decryptor';
-import { decryptedChunks, decryptValues, envelopesFor } from './decrypt';
+import { blobChunks, decryptedChunks, decryptValues, envelopesFor } from './decrypt';
 import { rootCells } from './rows';
 import { CLIENT_AUDIT_ENC, clientAuditCsv, isClientAuditSql } from './client-audits';
 import type { FormField, SubmissionValue } from '../xforms/types';
@@ -241,21 +241,6 @@ async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
         if (entry) yield { name: entry, level: 1, data: decryptedChunks(ctx, f.sha, envelope.open(index)) };
       }
     }
-  }
-}
-
-async function* blobChunks(ctx: Ctx, sha: string): AsyncGenerator<Uint8Array> {
-  const stream = await ctx.blobs.get(sha);
-  if (!stream) return; // a lost object: the entry stays empty rather than breaking the whole export
-  const reader = stream.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      yield value;
-    }
-  } finally {
-    reader.releaseLock();
   }
 }
 
