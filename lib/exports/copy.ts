@@ -14,6 +14,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { actors, formDefs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
+import { concatBytes } from '../bytes';
 import type { Ctx } from '../context';
 import type { Db } from '../db/client';
 import { rawRows } from '../db/raw';
@@ -141,7 +142,7 @@ export async function copyRootRows(ctx: Ctx, t: CopyTarget): Promise<AsyncGenera
     let parts: Uint8Array[] = [];
     let size = 0;
     const flush = (): Uint8Array => {
-      const out = parts.length === 1 ? parts[0]! : concat(parts, size);
+      const out = concatBytes(parts, size);
       parts = [];
       size = 0;
       return stripQuotes(out);
@@ -177,16 +178,6 @@ function inlineQuery(db: Db, query: SQL): string {
   const { sql: text, params } = dialect.sqlToQuery(query);
   if (params.length > 0) throw new Error('a COPY query cannot take parameters');
   return text;
-}
-
-function concat(parts: Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
 }
 
 /** Removes the U+0001 quote bytes COPY put around lines with a CR or LF inside a cell (see above). */

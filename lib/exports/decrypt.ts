@@ -88,28 +88,15 @@ export async function envelopesFor(ctx: Ctx, decryptor: Decryptor, defIds: numbe
 export async function* decryptedChunks(ctx: Ctx, sha: string, decipher: CfbDecipher): AsyncGenerator<Uint8Array> {
   const stream = await ctx.blobs.get(sha);
   if (!stream) return;
-  const reader = stream.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      const plain = decipher.update(value);
-      if (plain.length > 0) yield plain;
-    }
-  } finally {
-    reader.releaseLock();
+  for await (const value of streamChunks(stream)) {
+    const plain = decipher.update(value);
+    if (plain.length > 0) yield plain;
   }
   yield decipher.final();
 }
 
-/**
- * A stored blob's bytes as they are read from the store (lib/blobs).
- * @returns chunks in order; nothing for an object missing from the store (a lost object leaves an
- *   export entry empty rather than breaking the whole export). No side effects.
- */
-export async function* blobChunks(ctx: Ctx, sha: string): AsyncGenerator<Uint8Array> {
-  const stream = await ctx.blobs.get(sha);
-  if (!stream) return;
+/** A byte stream's chunks in order, its reader's lock released when the consumer stops. */
+async function* streamChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
   const reader = stream.getReader();
   try {
     for (;;) {
@@ -120,6 +107,16 @@ export async function* blobChunks(ctx: Ctx, sha: string): AsyncGenerator<Uint8Ar
   } finally {
     reader.releaseLock();
   }
+}
+
+/**
+ * A stored blob's bytes as they are read from the store (lib/blobs).
+ * @returns chunks in order; nothing for an object missing from the store (a lost object leaves an
+ *   export entry empty rather than breaking the whole export). No side effects.
+ */
+export async function* blobChunks(ctx: Ctx, sha: string): AsyncGenerator<Uint8Array> {
+  const stream = await ctx.blobs.get(sha);
+  if (stream) yield* streamChunks(stream);
 }
 
 /**

@@ -12,6 +12,7 @@ import { describe, expect, test } from 'vitest';
 import { encryptSubmission, formKeyAndVersion } from '../helpers/encrypt-submission';
 import { unique } from './api';
 import { browserSuite } from './ui';
+import { parseCsv } from '../integration/exports/helpers';
 
 const s = browserSuite();
 
@@ -39,23 +40,6 @@ const FORM = `<?xml version="1.0"?>
 </h:html>`;
 
 const PASSPHRASE = 'correct horse battery staple';
-
-/** Splits CSV text into rows of fields (quoted fields with "" escapes). */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { field += '"'; i += 1; } else if (c === '"') quoted = false; else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(field); field = ''; } else if (c === '\n') { row.push(field); rows.push(row); row = []; field = ''; } else if (c !== '\r') field += c;
-  }
-  if (field !== '' || row.length) { row.push(field); rows.push(row); }
-  return rows;
-}
 
 describe('Encryption', () => {
   test('enable encryption in the dialog, receive encrypted submissions with media, download them decrypted', async () => {

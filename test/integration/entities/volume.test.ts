@@ -13,6 +13,7 @@ import { describe, expect, test } from 'vitest';
 import { entities, entityDefs } from '../../../drizzle/schema';
 import { entityConditions } from '../../../lib/odata/entities';
 import { harness, json, type Harness } from '../../helpers/harness';
+import { parseCsv } from '../exports/helpers';
 
 const fixture = (path: string) => readFileSync(new URL(`../../../../shared/fixtures/${path}`, import.meta.url), 'utf8');
 const P = (h: Harness) => `/v1/projects/${h.projectId}`;
@@ -35,23 +36,6 @@ async function seed(h: Harness) {
   const bulk = await h.post(`${D(h)}/entities`, { as: 'alice', body: { entities: list, source: { name: 'people.csv', size: 1 } } });
   expect(bulk.status).toBe(200);
   expect(await json(bulk)).toEqual({ success: true });
-}
-
-/** RFC 4180 records of a CSV text (quoted cells may hold commas, quotes and line breaks). */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') { cell += '"'; i += 1; } else if (ch === '"') quoted = false;
-      else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') { row.push(cell); cell = ''; } else if (ch === '\n') { row.push(cell); rows.push(row); row = []; cell = ''; } else cell += ch;
-  }
-  return rows;
 }
 
 describe('entities at volume', () => {
