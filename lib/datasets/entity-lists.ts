@@ -67,61 +67,56 @@ const hex = (s: string) => bytesToHex(md5(new TextEncoder().encode(s)));
  */
 export async function entityListHashes(ctx: Ctx, datasetIds: number[], filterActorId: number | null): Promise<Map<number, EntityListHash>> {
   const out = new Map<number, EntityListHash>();
-  const ids = [...new Set(datasetIds)];
+  const ids = [...new Set(datasetIds)].filter((id) => Number.isSafeInteger(id));
   if (ids.length === 0) return out;
-  const rows = await ctx.db.select({
-    id: datasets.id, ownerOnly: datasets.ownerOnly, approvalRequired: datasets.approvalRequired,
-    // Explicit aliases: drizzle writes columns of a one-table select unqualified.
-    lastAudit: sql<string | null>`(select max(a.logged_at) from audits a where a.actee_id = datasets.actee_id)`,
-    lastAuditId: sql<number | null>`(select max(a.id) from audits a where a.actee_id = datasets.actee_id)`,
-  }).from(datasets).where(inArray(datasets.id, ids));
-  const owned = filterActorId == null ? [] : rows.filter((r) => r.ownerOnly).map((r) => r.id);
-  // Property rules with this actor's values (null when unset), in Central's order and key order
-  // (PostgreSQL's jsonb: value, actorProperty, datasetProperty).
-  const ruled = new Map<number, Array<{ value: string | null; actorProperty: string; datasetProperty: string }>>();
-  if (filterActorId != null) {
-    const res = await ctx.db.execute<{ datasetId: number; value: string | null; actorProperty: string; datasetProperty: string }>(sql`
-      select f.dataset_id as "datasetId", apv.value, ap.name as "actorProperty", dp.name as "datasetProperty"
-      from dataset_access_filters f
-      join ds_properties dp on dp.id = f.dataset_property_id
-      join actor_properties ap on ap.id = f.actor_property_id
-      left join actor_property_values apv on apv.actor_property_id = f.actor_property_id and apv.actor_id = ${filterActorId}
-      where f.dataset_id in (${sql.join(ids.map((id) => sql`${id}`), sql`, `)})
-      order by dp.name, ap.name, apv.value`);
-    const list = Array.isArray(res) ? res : (res as unknown as { rows: Array<{ datasetId: number; value: string | null; actorProperty: string; datasetProperty: string }> }).rows;
-    for (const r of list) {
-      ruled.set(Number(r.datasetId), [...(ruled.get(Number(r.datasetId)) ?? []), { value: r.value, actorProperty: r.actorProperty, datasetProperty: r.datasetProperty }]);
-    }
-  }
-  const stats = new Map<number, { n: number; last: string | null }>();
-  const props = new Map<number, string[]>();
-  if (owned.length > 0) {
-    const counted = await ctx.db.select({
-      id: entities.datasetId, n: sql<number>`count(*)::int`,
-      last: sql<string | null>`greatest(max(${entities.createdAt}), max(${entities.updatedAt}))`,
-    }).from(entities)
-      .where(and(inArray(entities.datasetId, owned), isNull(entities.deletedAt), eq(entities.creatorId, filterActorId!)))
-      .groupBy(entities.datasetId);
-    for (const c of counted) stats.set(c.id, { n: Number(c.n), last: c.last });
-    const names = await ctx.db.select({ id: dsProperties.datasetId, name: dsProperties.name }).from(dsProperties)
-      .where(and(inArray(dsProperties.datasetId, owned), isNull(dsProperties.deletedAt))).orderBy(dsProperties.name);
-    for (const p of names) props.set(p.id, [...(props.get(p.id) ?? []), p.name]);
-  }
-  const iso = (t: string | null | undefined) => (t == null ? null : new Date(t).toISOString());
+  // One round trip (devices ask on every manifest and every list download): the newest audit, and
+  // for a filtered viewer its property rules and, on an ownerOnly Dataset, its entity count, newest
+  // change and the property names; CASE keeps the viewer-only subqueries from running otherwise.
+  const actor = filterActorId ?? -1;
+  const viewer = filterActorId != null;
+  const res = await ctx.db.execute<HashRow>(sql`
+    select d.id, d.owner_only as "ownerOnly", d.approval_required as "approvalRequired",
+      (select max(a.logged_at) from audits a where a.actee_id = d.actee_id) as "lastAudit",
+      (select max(a.id) from audits a where a.actee_id = d.actee_id) as "lastAuditId",
+      case when ${viewer} then (select jsonb_agg(jsonb_build_array(apv.value, ap.name, dp.name) order by dp.name, ap.name, apv.value)
+        from dataset_access_filters f
+        join ds_properties dp on dp.id = f.dataset_property_id
+        join actor_properties ap on ap.id = f.actor_property_id
+        left join actor_property_values apv on apv.actor_property_id = f.actor_property_id and apv.actor_id = ${actor}
+        where f.dataset_id = d.id) end as rules,
+      case when ${viewer} and d.owner_only then (select count(*)::int from entities e
+        where e.dataset_id = d.id and e.deleted_at is null and e.creator_id = ${actor}) end as "ownedCount",
+      case when ${viewer} and d.owner_only then (select greatest(max(e.created_at), max(e.updated_at)) from entities e
+        where e.dataset_id = d.id and e.deleted_at is null and e.creator_id = ${actor}) end as "ownedLast",
+      case when ${viewer} and d.owner_only then (select jsonb_agg(p.name order by p.name) from ds_properties p
+        where p.dataset_id = d.id and p.deleted_at is null) end as "propertyList"
+    from datasets d where d.id in (${sql.join(ids.map((id) => sql`${id}`), sql`, `)})`);
+  const rows = (Array.isArray(res) ? res : (res as unknown as { rows: HashRow[] }).rows);
+  const iso = (t: string | Date | null | undefined) => (t == null ? null : new Date(t).toISOString());
   for (const r of rows) {
-    const input = filterActorId != null && r.ownerOnly
+    // Rules in Central's order and key order (PostgreSQL's jsonb: value, actorProperty, datasetProperty).
+    const rules = parseJson<Array<[string | null, string, string]>>(r.rules)?.map(([value, actorProperty, datasetProperty]) => ({ value, actorProperty, datasetProperty }));
+    const input = viewer && r.ownerOnly
       ? JSON.stringify({
-        owner: filterActorId, propertyList: props.get(r.id) ?? null, entities: stats.get(r.id)?.n ?? 0,
-        latestEntityCreatedOrUpdated: iso(stats.get(r.id)?.last),
+        owner: filterActorId, propertyList: parseJson<string[]>(r.propertyList), entities: Number(r.ownedCount ?? 0),
+        latestEntityCreatedOrUpdated: iso(r.ownedLast),
       })
-      : filterActorId != null && ruled.has(r.id)
-        ? JSON.stringify({ owner: filterActorId, filterRules: ruled.get(r.id), latestAuditEntry: iso(r.lastAudit) })
+      : viewer && rules != null
+        ? JSON.stringify({ owner: filterActorId, filterRules: rules, latestAuditEntry: iso(r.lastAudit) })
         // Central hashes the newest audit's time only; its id too tells apart two changes in one millisecond.
         : JSON.stringify({ latestAuditEntry: iso(r.lastAudit), latestAuditId: r.lastAuditId == null ? null : Number(r.lastAuditId) });
-    out.set(r.id, { hash: hex(input), type: r.approvalRequired ? 'approvalEntityList' : 'entityList' });
+    out.set(Number(r.id), { hash: hex(input), type: r.approvalRequired ? 'approvalEntityList' : 'entityList' });
   }
   return out;
 }
+
+/** A row of entityListHashes' query (jsonb columns arrive parsed from postgres.js, as text from some drivers). */
+type HashRow = {
+  id: number; ownerOnly: boolean; approvalRequired: boolean; lastAudit: string | Date | null; lastAuditId: number | string | null;
+  rules: unknown; ownedCount: number | null; ownedLast: string | Date | null; propertyList: unknown;
+};
+
+const parseJson = <T>(v: unknown): T | null => (v == null ? null : typeof v === 'string' ? JSON.parse(v) as T : v as T);
 
 /**
  * Links a definition's empty data-file attachments to the live published Datasets they are named

@@ -14,7 +14,7 @@ import { datasetActee, getDatasetOrNotFound, publishedProperties } from '../data
 import { entityFilterActorId, entityListHashes, entityVisibleTo } from '../datasets/entity-lists';
 import { csvLine } from '../exports/rows';
 import { getAttachmentTarget, type AttachmentFile, type AttachmentTarget, type Which } from '../forms/attachments';
-import { draftAttachmentByToken } from '../forms/openrosa';
+import { draftAttachmentByToken, publishedAttachmentTarget } from '../forms/openrosa';
 import { problems } from '../problem';
 import { getProjectOrNotFound, projectActee } from '../projects';
 import { renderEntityIntegrity } from '../xforms/openrosa-xml';
@@ -34,7 +34,9 @@ export type AttachmentDownload =
  *   (form.read or open_form.read; drafts: form.update). Reads only.
  */
 export async function formAttachmentDownload(ctx: Ctx, projectId: number, xmlFormId: string, which: Which, name: string): Promise<AttachmentDownload> {
-  const target = await getAttachmentTarget(ctx, projectId, xmlFormId, which, name);
+  // A published form's attachment (what devices fetch) in one round trip; the rest the general way.
+  const target = (which.kind === 'published' ? await publishedAttachmentTarget(ctx, projectId, xmlFormId, name) : null)
+    ?? await getAttachmentTarget(ctx, projectId, xmlFormId, which, name);
   return downloadOf(ctx, target, await entityFilterActorId(ctx, target.project));
 }
 

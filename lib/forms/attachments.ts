@@ -140,9 +140,20 @@ export async function getAttachmentTarget(ctx: Ctx, projectId: number, xmlFormId
 /** The download target of `name` on a definition. @throws 404.1. Reads only. */
 export async function targetOf(ctx: Ctx, project: ProjectRow, defId: number, name: string): Promise<AttachmentTarget> {
   const row = (await attachmentsOf(ctx, defId)).find((r) => r.a.name === name);
-  if (row?.a.datasetId != null) return { project, name, file: null, datasetId: row.a.datasetId };
+  return targetFromRow(project, name, row == null ? null : { datasetId: row.a.datasetId, contentType: row.a.contentType, sha: row.sha, md5: row.md5 });
+}
+
+/**
+ * The download target of an attachment row already read (null: the definition does not expect
+ * `name`): the linked Dataset, else the uploaded file. @throws 404.1 nothing uploaded or linked. Pure.
+ */
+export function targetFromRow(
+  project: ProjectRow, name: string,
+  row: { datasetId: number | null; contentType: string | null; sha: string | null; md5: string | null } | null,
+): AttachmentTarget {
+  if (row?.datasetId != null) return { project, name, file: null, datasetId: row.datasetId };
   if (!row || row.sha == null || row.md5 == null) throw problems.user.notFound();
-  return { project, name, file: { name, sha: row.sha, md5: row.md5, contentType: attachmentContentType(name, row.a.contentType) }, datasetId: null };
+  return { project, name, file: { name, sha: row.sha, md5: row.md5, contentType: attachmentContentType(name, row.contentType) }, datasetId: null };
 }
 
 /** The uploaded file of `name` on a definition. @throws 404.1. */

@@ -7,10 +7,10 @@ import { entityFilterActorId, entityListHashes } from '../datasets/entity-lists'
 import type { Db } from '../db/client';
 import { prepared } from '../db/prepared';
 import { problems } from '../problem';
-import { getProjectOrNotFound } from '../projects';
+import { getProjectOrNotFound, projectActee } from '../projects';
 import { getVersion } from './index';
 import { renderFormList, renderManifest, type FormListEntry } from '../xforms/openrosa-xml';
-import { targetOf, type AttachmentTarget } from './attachments';
+import { targetFromRow, targetOf, type AttachmentTarget } from './attachments';
 import { canOnFormOrReject, canReadFormOrReject, formActee, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from './queries';
 
 /**
@@ -133,6 +133,13 @@ const formVerbsSql = () => sql<string[]>`(select coalesce(jsonb_agg(distinct v.v
   where ${assignments.actorId} = ${sql.placeholder('actorId')}
     and ${assignments.acteeId} in (${species.all}, ${species.form}, ${forms.acteeId}, ${projects.acteeId}))`;
 
+/** The verbs the request's actor holds on the joined project row itself ('*', 'project', its actee), as JSON. */
+const projectVerbsSql = () => sql<string[]>`(select coalesce(jsonb_agg(distinct v.verb), '[]'::jsonb) from ${assignments}
+  inner join ${roles} on ${roles.id} = ${assignments.roleId}
+  cross join lateral jsonb_array_elements_text(${roles.verbs}) as v(verb)
+  where ${assignments.actorId} = ${sql.placeholder('actorId')}
+    and ${assignments.acteeId} in (${species.all}, ${species.project}, ${projects.acteeId}))`;
+
 /**
  * What an OpenRosa submission needs before it writes, in one prepared round trip: the live form
  * and project, the actor's verbs on it (priming the rights check) and the id and XML SHA-256 of the
@@ -171,6 +178,8 @@ async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string
         form: forms,
         project: projects,
         verbs: formVerbsSql(),
+        // The project's own grants too: an entity list's hash depends on entity.list there.
+        projectVerbs: projectVerbsSql(),
         // The published definition's files and linked Datasets, for the manifest (small: a form's media list).
         files: sql<ManifestFile[]>`(select coalesce(jsonb_agg(jsonb_build_object('name', fa.name, 'md5', b.md5, 'datasetId', fa.dataset_id)
             order by fa.name), '[]'::jsonb)
@@ -187,8 +196,52 @@ async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string
   if (!row) throw problems.user.notFound();
   const loaded = { form: row.form, project: row.project };
   primeVerbs(ctx, formActee(loaded), row.verbs);
+  primeVerbs(ctx, projectActee(row.project), row.projectVerbs);
   return { ...loaded, files: row.files };
 }
+
+/**
+ * The download target of attachment `name` of a form's published definition (GET F/attachments/{name},
+ * what a device fetches after each manifest) in one prepared round trip: the live form and project,
+ * the actor's verbs on the form and on the project (priming the rights checks, including the
+ * entity.list check an entity list's hash needs) and the attachment with its blob.
+ * @returns the target, or null when the form was never published (the caller then serves its
+ *   draft's, which needs form.update).
+ * @throws 404.1 unknown form or project, or no such attachment or nothing uploaded or linked;
+ *   401.2/403.1 without read rights (canReadForm). Reads only.
+ */
+export async function publishedAttachmentTarget(ctx: Ctx, projectId: number, xmlFormId: string, name: string): Promise<AttachmentTarget | null> {
+  const [row] = Number.isSafeInteger(projectId)
+    ? await prepared(ctx.db, 'published_attachment_target', (d) => d
+      .select({
+        form: forms,
+        project: projects,
+        verbs: formVerbsSql(),
+        projectVerbs: projectVerbsSql(),
+        attachment: sql<AttachmentRowJson | null>`(select jsonb_build_object('datasetId', fa.dataset_id, 'contentType', fa.content_type,
+            'sha', b.sha, 'md5', b.md5)
+          from ${formAttachments} fa left join ${blobs} b on b.id = fa.blob_id
+          where fa.form_def_id = ${forms.currentDefId} and fa.name = ${sql.placeholder('name')})`,
+      })
+      .from(forms)
+      .innerJoin(projects, eq(projects.id, forms.projectId))
+      .where(and(eq(projects.id, sql.placeholder('projectId')), isNull(projects.deletedAt),
+        eq(forms.xmlFormId, sql.placeholder('xmlFormId')), isNull(forms.deletedAt)))
+      .prepare('published_attachment_target'))
+      .execute({ projectId, xmlFormId, name, actorId: ctx.auth.actor?.id ?? -1 })
+    : [];
+  if (!row) throw problems.user.notFound();
+  if (row.form.currentDefId == null) return null;
+  const loaded = { form: row.form, project: row.project };
+  primeVerbs(ctx, formActee(loaded), row.verbs);
+  primeVerbs(ctx, projectActee(row.project), row.projectVerbs);
+  await canReadFormOrReject(ctx, loaded);
+  const a = row.attachment;
+  return targetFromRow(row.project, name, a == null ? null : { datasetId: a.datasetId, contentType: a.contentType, sha: a.sha, md5: a.md5 });
+}
+
+/** An attachment row as published_attachment_target reads it. */
+type AttachmentRowJson = { datasetId: number | null; contentType: string | null; sha: string | null; md5: string | null };
 
 /**
  * The manifest of a published form (GET F/manifest): the files the server holds, with `md5:` hashes
