@@ -3,7 +3,9 @@
  * `npm run deploy:check`): builds every Worker of wrangler.toml (the gateway at the top level and
  * each [env.*]) with `wrangler deploy --dry-run --outdir`, prints each bundle's size (raw and
  * gzipped, and the heaviest packages), and fails when a build fails, a bundle passes 400 kB
- * gzipped, or the gateway carries code it never runs (zod, drizzle, the AWS SDK, bcrypt).
+ * gzipped, any Worker carries the AWS SDK or zxcvbn's dictionaries (lib/blobs/s3-fetch.ts and the
+ * users Worker's static assets replace them), or the gateway carries code it never runs (zod,
+ * drizzle, bcrypt).
  * No account or network is needed. Exit code 0 when all pass, 1 otherwise.
  */
 import { spawn } from 'node:child_process';
@@ -17,6 +19,11 @@ const root = resolve(new URL('../..', import.meta.url).pathname);
 const MAX_GZIP_BYTES = 400_000;
 /** Packages the gateway must not bundle: it only routes (lib/http/dispatch.ts). */
 const GATEWAY_FORBIDDEN = ['zod', 'drizzle-orm', '@aws-sdk', 'bcryptjs', 'postgres'];
+/**
+ * What no Worker bundles: the AWS SDK (Workers speak S3 through lib/blobs/s3-fetch.ts), and
+ * zxcvbn's dictionaries (a static asset of the users Worker, lib/users/zxcvbn.ts).
+ */
+const WORKER_FORBIDDEN = ['@aws-sdk', '@smithy', 'node_modules/zxcvbn/lib/frequency_lists.js'];
 
 /** The Workers of wrangler.toml: '' (the top level, the gateway) and every [env.NAME]. */
 export function workerEnvs(toml: string): string[] {
@@ -31,6 +38,8 @@ interface Built {
   raw: number;
   gzip: number;
   packages: Array<[string, number]>;
+  /** Every input file of the bundle (esbuild's metafile), for the forbidden-code checks. */
+  inputs: string[];
   output: string;
 }
 
@@ -48,26 +57,28 @@ function run(args: string[]): Promise<{ code: number; output: string }> {
   });
 }
 
-/** Bytes by package (or top-level folder of ours) in the bundle, from esbuild's metafile. */
-function packagesOf(metafile: string): Array<[string, number]> {
+/** Bytes by package (or top-level folder of ours) in the bundle, and its input files, from esbuild's metafile. */
+function packagesOf(metafile: string): { packages: Array<[string, number]>; inputs: string[] } {
   const meta = JSON.parse(readFileSync(metafile, 'utf8')) as {
     outputs: Record<string, { entryPoint?: string; inputs: Record<string, { bytesInOutput: number }> }>;
   };
   const by = new Map<string, number>();
+  const inputs = new Set<string>();
   for (const out of Object.values(meta.outputs)) {
     for (const [file, input] of Object.entries(out.inputs)) {
+      if (input.bytesInOutput > 0) inputs.add(file);
       const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file);
       const key = m ? m[1]! : file.split('/').slice(0, 2).join('/');
       by.set(key, (by.get(key) ?? 0) + input.bytesInOutput);
     }
   }
-  return [...by].sort((a, b) => b[1] - a[1]);
+  return { packages: [...by].sort((a, b) => b[1] - a[1]), inputs: [...inputs] };
 }
 
 /** Builds one Worker into `dir` and measures its modules (every .js/.mjs/.wasm the upload holds). */
 export async function buildWorker(env: string, dir: string): Promise<Built> {
   const { code, output } = await run(['deploy', '--dry-run', '--env', env, '--outdir', dir, '--metafile', join(dir, 'meta.json')]);
-  if (code !== 0) return { env, ok: false, raw: 0, gzip: 0, packages: [], output };
+  if (code !== 0) return { env, ok: false, raw: 0, gzip: 0, packages: [], inputs: [], output };
   let raw = 0;
   const chunks: Buffer[] = [];
   for (const f of readdirSync(dir)) {
@@ -78,7 +89,7 @@ export async function buildWorker(env: string, dir: string): Promise<Built> {
   }
   // Cloudflare counts the upload compressed as a whole; gzip of the concatenation is that figure.
   const gzip = gzipSync(Buffer.concat(chunks), { level: 9 }).byteLength;
-  return { env, ok: true, raw, gzip, packages: packagesOf(join(dir, 'meta.json')), output };
+  return { env, ok: true, raw, gzip, ...packagesOf(join(dir, 'meta.json')), output };
 }
 
 const kb = (n: number) => `${(n / 1000).toFixed(1)} kB`;
@@ -112,6 +123,8 @@ async function main(): Promise<number> {
     const over = r.gzip > MAX_GZIP_BYTES;
     console.log(`${name.padEnd(14)}${kb(r.raw).padStart(12)}${kb(r.gzip).padStart(12)}${over ? ' OVER' : ''}  ${top}`);
     if (over) problems.push(`${name}: ${kb(r.gzip)} gzipped, over the ${kb(MAX_GZIP_BYTES)} budget`);
+    const forbidden = r.inputs.filter((f) => WORKER_FORBIDDEN.some((x) => f.includes(x.includes('/') ? x : `node_modules/${x}/`)));
+    if (forbidden.length > 0) problems.push(`${name} carries ${[...new Set(forbidden.map((f) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(f)?.[1] ?? f))].join(', ')}, which no Worker may bundle`);
     if (r.env === '') {
       const carried = r.packages.filter(([p]) => GATEWAY_FORBIDDEN.some((f) => p === f || p.startsWith(`${f}/`)));
       if (carried.length > 0) problems.push(`gateway carries ${carried.map(([p]) => p).join(', ')}, which it never runs`);

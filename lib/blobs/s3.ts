@@ -1,6 +1,8 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '../config';
-import type { BlobStore, PresignOptions } from './store';
+import { TEMP_PREFIX, type BlobStore, type PresignOptions } from './store';
+
+export { TEMP_PREFIX } from './store';
 
 export interface S3StoreOptions {
   bucket: string;
@@ -29,7 +31,9 @@ const loadSdk = async (): Promise<Sdk> => namespaceOf(await import('@aws-sdk/cli
 const PART_BYTES = 8 * 1024 * 1024;
 
 /**
- * A BlobStore on any S3-compatible service (AWS, R2, MinIO, s3rver). Runs on Node and Workers.
+ * A BlobStore on any S3-compatible service (AWS, R2, MinIO, s3rver), through the AWS SDK: the
+ * store of Node and Lambda (whose role credentials come from the SDK's default chain). The Workers
+ * build uses lib/blobs/s3-fetch.ts instead, which keeps the SDK out of every Worker bundle.
  * @param opts bucket, endpoint, region, credentials (from config S3_*; absent credentials fall back to
  *   the SDK's default chain, e.g. a Lambda role).
  */
@@ -156,9 +160,6 @@ export function createS3BlobStore(opts: S3StoreOptions): BlobStore {
     },
   };
 }
-
-/** Key prefix of temporary objects (generated exports); the CDK stack expires it after a day. */
-export const TEMP_PREFIX = 'tmp/';
 
 /**
  * The S3 store the config names (S3_BUCKET, S3_ENDPOINT, S3_REGION, credentials, path style).

@@ -3,7 +3,7 @@ import { concatBytes } from '../bytes';
 /**
  * Where blob bytes live. Keys are the lowercase hex SHA-256 of the content (content-addressed: the
  * same bytes are stored once). Implementations: local files (lib/runtime/fs-blobs.ts, Node only)
- * and S3 (lib/blobs/s3.ts, Node and Workers).
+ * and S3 (lib/blobs/s3.ts with the AWS SDK on Node and Lambda, lib/blobs/s3-fetch.ts on Workers).
  */
 export interface BlobStore {
   /** Which implementation, for logs and tests. */
@@ -63,3 +63,9 @@ export async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8
 
 /** Whether a string is a blob key (lowercase hex SHA-256). Pure. */
 export const isBlobKey = (key: string): boolean => /^[0-9a-f]{64}$/.test(key);
+
+/**
+ * Key prefix of temporary objects (staged media, generated exports), outside the content-addressed
+ * blobs: the orphan sweep never lists it; a bucket lifecycle rule expires it after a day.
+ */
+export const TEMP_PREFIX = 'tmp/';

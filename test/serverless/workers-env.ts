@@ -4,7 +4,7 @@
  * uploads) and loaded into one workerd through Miniflare (the engine of `wrangler dev`), the gateway
  * listening on a loopback port with its service bindings resolved to the group Workers, each group
  * with its Hyperdrive binding pointed at a real PostgreSQL database and its vars from the toml
- * (S3_* overridden to an s3rver). Used by test/serverless/workers.test.ts and
+ * (S3_* overridden to an s3rver) and its static assets (the users Worker's zxcvbn lists). Used by test/serverless/workers.test.ts and
  * bench/workers-memory.ts.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -23,14 +23,25 @@ export interface WorkersDeployment {
 }
 
 /** The pieces of wrangler.toml the local run needs (top-level and per-env settings). */
-function readToml(): { compatibilityDate: string; flags: string[]; services: Array<{ binding: string; service: string }>; envNames: Map<string, string> } {
+function readToml(): {
+  compatibilityDate: string; flags: string[]; services: Array<{ binding: string; service: string }>; envNames: Map<string, string>;
+  envAssets: Map<string, { directory: string; binding: string }>;
+} {
   const toml = readFileSync(join(root, 'wrangler.toml'), 'utf8');
   const compatibilityDate = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)![1]!;
   const flags = JSON.parse(/^compatibility_flags\s*=\s*(\[[^\]]*\])/m.exec(toml)![1]!) as string[];
   const services = [...toml.matchAll(/\[\[services\]\]\s*binding\s*=\s*"([^"]+)"\s*service\s*=\s*"([^"]+)"/g)].map((m) => ({ binding: m[1]!, service: m[2]! }));
   const envNames = new Map<string, string>();
   for (const m of toml.matchAll(/^\[env\.([A-Za-z0-9_-]+)\]\s*name\s*=\s*"([^"]+)"/gm)) envNames.set(m[1]!, m[2]!);
-  return { compatibilityDate, flags, services, envNames };
+  // Static assets per env (`assets = { directory = "…", binding = "…", … }` in its section).
+  const envAssets = new Map<string, { directory: string; binding: string }>();
+  for (const m of toml.matchAll(/^\[env\.([A-Za-z0-9_-]+)\]([^[]*)/gm)) {
+    const a = /^assets\s*=\s*\{([^}]*)\}/m.exec(m[2]!);
+    if (!a) continue;
+    const field = (k: string) => new RegExp(`${k}\\s*=\\s*"([^"]+)"`).exec(a[1]!)?.[1];
+    envAssets.set(m[1]!, { directory: join(root, field('directory')!), binding: field('binding')! });
+  }
+  return { compatibilityDate, flags, services, envNames, envAssets };
 }
 
 /**
@@ -46,7 +57,7 @@ export async function startWorkers(opts: {
   vars?: Record<string, string>;
   withScheduled?: boolean;
 }): Promise<WorkersDeployment> {
-  const { compatibilityDate, flags, services, envNames } = readToml();
+  const { compatibilityDate, flags, services, envNames, envAssets } = readToml();
   const envs = workerEnvs(readFileSync(join(root, 'wrangler.toml'), 'utf8')).filter((e) => opts.withScheduled || e !== 'scheduled');
   const out = mkdtempSync(join(tmpdir(), 'fb-workers-'));
   const built = await Promise.all(envs.map((env) => buildWorker(env, join(out, env || 'gateway'))));
@@ -83,6 +94,8 @@ export async function startWorkers(opts: {
       modulesRoot: join(out, env || 'gateway'),
       compatibilityDate,
       compatibilityFlags: flags,
+      // As deployed (run_worker_first): the Worker answers every request; assets only via the binding.
+      ...(envAssets.has(env) ? { assets: { ...envAssets.get(env)!, routerConfig: { invoke_user_worker_ahead_of_assets: true, has_user_worker: true } } } : {}),
       ...(env === ''
         ? { serviceBindings: Object.fromEntries(services.map((s) => [s.binding, s.service])), bindings: { LOG_LEVEL: 'warn' } }
         : { hyperdrives: { HYPERDRIVE: hyperdriveUrl.toString() }, bindings: vars }),

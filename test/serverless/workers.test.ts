@@ -1,9 +1,10 @@
 /**
  * The Workers deployment end to end: every Worker of wrangler.toml bundled by wrangler and run in
  * local workerd (test/serverless/workers-env.ts), against real PostgreSQL through the Hyperdrive
- * binding and s3rver through the S3 API, the whole flow over HTTP through the gateway: login, XForm
- * upload and publish, App User and its form list, a submission with a small and a streamed large
- * media part, CSV, ZIP and OData, the attachment bytes, and the cron Worker's scheduled run.
+ * binding and s3rver through the S3 API (lib/blobs/s3-fetch.ts, no AWS SDK), the whole flow over
+ * HTTP through the gateway: login, password strength (zxcvbn's lists from the users Worker's static
+ * assets), XForm upload and publish, App User and its form list, a submission with a small and a
+ * streamed large media part, CSV, ZIP and OData, the attachment bytes, and the cron Worker's scheduled run.
  * Skipped (with the reason) only when workerd cannot start on the machine or no PostgreSQL answers.
  */
 import { strFromU8, unzipSync } from 'fflate';
@@ -107,6 +108,20 @@ describe('Workers: gateway and group Workers in workerd, PostgreSQL through Hype
     expect(login.status).toBe(200);
     const token = (await json(login)).token as string;
     console.log(`Workers login (bcrypt cost 12 in workerd): ${loginMs.toFixed(0)} ms wall`);
+
+    // Passwords: zxcvbn in the users Worker with its dictionaries fetched from the Worker's static
+    // assets (not in its bundle): a guessable one is refused in Central's words, as on Node.
+    const weak = await call('POST', '/v1/users', { token, body: JSON.stringify({ email: 'weak@example.org', password: 'hunter2!!!' }), headers: { 'Content-Type': 'application/json' } });
+    expect(weak.status).toBe(400);
+    expect(await json(weak)).toEqual({
+      code: 400.44,
+      message: 'The supplied password is too weak: this is similar to a commonly used password',
+      details: { warning: 'This is similar to a commonly used password', suggestions: ['Add another word or two. Uncommon words are better.'] },
+    });
+    const strong = await call('POST', '/v1/users', { token, body: JSON.stringify({ email: 'strong@example.org', password: 'a brand new workers passphrase' }), headers: { 'Content-Type': 'application/json' } });
+    expect(strong.status, await strong.clone().text()).toBe(200);
+    const strongLogin = await call('POST', '/v1/sessions', { body: JSON.stringify({ email: 'strong@example.org', password: 'a brand new workers passphrase' }), headers: { 'Content-Type': 'application/json' } });
+    expect(strongLogin.status).toBe(200);
 
     const project = await call('POST', '/v1/projects', { token, body: JSON.stringify({ name: 'Workers' }), headers: { 'Content-Type': 'application/json' } });
     expect(project.status).toBe(200);
