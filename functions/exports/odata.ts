@@ -16,11 +16,14 @@ const service = async (c: C, draft: boolean) =>
 const rest = async (c: C, draft: boolean) => {
   const resource = stringParam(c, 'rest');
   if (resource === '$metadata') return odataMetadataResponse(() => odataMetadata(c.var.ctx, projectId(c), formOf(c, draft), draft));
-  const stream = await odataFeed(c.var.ctx, {
+  const feed = await odataFeed(c.var.ctx, {
     projectId: projectId(c), xmlFormId: formOf(c, draft), draft, resource, query: odataQuery(c), serviceUrl: serviceUrl(c, formOf(c, draft), draft),
-    pageUrl: `${publicOrigin(c)}${new URL(c.req.url).pathname}`,
+    pageUrl: `${publicOrigin(c)}${new URL(c.req.url).pathname}`, ifNoneMatch: c.req.header('If-None-Match') ?? null,
   });
-  return new Response(stream, { status: 200, headers: FEED_TYPE });
+  const etag: Record<string, string> = feed.etag == null ? {} : { ETag: feed.etag };
+  // If-None-Match named the ETag: 304 without a body (Central's withEtag).
+  if (feed.body == null) return new Response(null, { status: 304, headers: etag });
+  return new Response(feed.body, { status: 200, headers: { ...FEED_TYPE, ...etag } });
 };
 
 export const odataRoutes = newApp();

@@ -14,8 +14,12 @@ export interface RowValue {
   value: number | string | null;
 }
 
-/** Resolves a member path for one row; null when the field cannot be filtered on (501.5). */
-export type RowResolver = (path: string) => RowValue | null;
+/**
+ * Resolves a member path for one row; null when the field cannot be filtered on (501.5). `path`
+ * has any `$root/Submissions/` prefix taken off; `raw` is the member as written, so a resolver can
+ * tell `$root/Submissions/__id` from a row's own `__id`.
+ */
+export type RowResolver = (path: string, raw: string) => RowValue | null;
 
 type V = { type: FilterType | 'bool' | null; value: number | string | boolean | null };
 
@@ -46,7 +50,7 @@ function operand(node: ODataToken, row: RowResolver, want: FilterType | null, no
     case 'FirstMemberExpression':
     case 'MemberExpression':
     case 'RootExpression': {
-      const v = row(memberPath(node));
+      const v = row(memberPath(node), node.raw);
       if (v == null) throw unsupportedField(node, memberPath(node));
       return v;
     }

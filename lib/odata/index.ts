@@ -11,7 +11,8 @@
  * reads, so memory stays flat and a disconnect stops the reads (DESIGN rule 5).
  */
 import { and, asc, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
-import { submissionDefs, submissions } from '../../drizzle/schema';
+import { actors, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
+import { sha256Hex } from '../blobs/hash';
 import type { Ctx } from '../context';
 import { systemFilterField } from '../exports';
 import { compileODataFilter, filterMembers, parseODataFilter, type FilterField, type FilterType, type ODataToken } from '../exports/filter';
@@ -35,6 +36,8 @@ const GEO_PARTS = ['latitude', 'longitude', 'altitude', 'accuracy'];
 interface Feed {
   model: ODataModel;
   formId: number;
+  /** The definition the feed is built from (a new version changes every row's shape, so the ETag). */
+  defId: number;
   draft: boolean;
 }
 
@@ -43,7 +46,7 @@ async function loadFeed(ctx: Ctx, projectId: number, xmlFormId: string, draft: b
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canOnFormOrReject(ctx, 'submission.read', f);
   const def = await getDefOrNotFound(ctx, draft ? f.form.draftDefId : f.form.currentDefId);
-  return { model: buildModel(f.form.xmlFormId, def.fields), formId: f.form.id, draft };
+  return { model: buildModel(f.form.xmlFormId, def.fields), formId: f.form.id, defId: def.id, draft };
 }
 
 /**
@@ -131,11 +134,17 @@ function metaOf(row: SubmissionDataRow): SubmissionMeta {
   };
 }
 
-/** `$select` on a row: top-level names and group paths (`meta/instanceID`), keeping Central's key order. */
+const NAV_LINK = '@odata.navigationLink';
+
+/**
+ * `$select` on a row: top-level names and group paths (`meta/instanceID`), keeping Central's key
+ * order. Selecting a repeat (`children/child`) keeps its `child@odata.navigationLink`.
+ */
 function project(row: { [k: string]: Json }, select: string[][]): { [k: string]: Json } {
   const out: { [k: string]: Json } = {};
   for (const [k, v] of Object.entries(row)) {
-    const wanted = select.filter((p) => p[0] === k);
+    const name = k.endsWith(NAV_LINK) ? k.slice(0, -NAV_LINK.length) : k;
+    const wanted = select.filter((p) => p[0] === name);
     if (wanted.length === 0) continue;
     if (wanted.some((p) => p.length === 1) || v == null || typeof v !== 'object' || Array.isArray(v)) out[k] = v;
     else out[k] = project(v, wanted.map((p) => p.slice(1)));
@@ -223,6 +232,65 @@ export async function envelope(
   });
 }
 
+// ─── ETags ───────────────────────────────────────────────────────────────────────────────────
+
+/** A feed's answer: its ETag and, unless the client's `If-None-Match` names that ETag, its body. */
+export interface FeedResponse {
+  /** A weak ETag, quoted (`W/"…"`); null where Central sends none (a repeat table's `$top=0&$count=true`). */
+  etag: string | null;
+  /** The JSON envelope; null when `If-None-Match` named the ETag (the handler answers 304). */
+  body: ReadableStream<Uint8Array> | null;
+}
+
+/** Whether an `If-None-Match` header names this ETag (weak or strong, in a list, or `*`). */
+function etagMatches(ifNoneMatch: string | null | undefined, etag: string): boolean {
+  if (ifNoneMatch == null || ifNoneMatch === '') return false;
+  const bare = etag.replace(/^W\//, '');
+  return ifNoneMatch.split(',').map((t) => t.trim()).some((t) => t === '*' || t.replace(/^W\//, '') === bare);
+}
+
+async function respond(input: FeedInput, etag: string | null, body: () => Promise<ReadableStream<Uint8Array>>): Promise<FeedResponse> {
+  if (etag != null && etagMatches(input.ifNoneMatch, etag)) return { etag, body: null };
+  return { etag, body: await body() };
+}
+
+/**
+ * The ETag of a feed page from the submissions it is built from, as Central's `eventhash` ETag
+ * (Submissions.getODataSelectionEtag): the selection (`where`, `orderBy`, `limit`, `offset`, as the
+ * page reads it) hashed over what a row shows that can change (current version, updatedAt,
+ * deletedAt, review state, submitter's name, attachments received), with the form definition and
+ * `extra` (the count, when asked). A new, edited, reviewed or deleted submission in the selection
+ * changes it; a submission to another form does not. Order needs no hashing: it follows from
+ * those values. One read query.
+ */
+async function selectionEtag(
+  ctx: Ctx, feed: Feed, where: SQL, orderBy: SQL[], limit: number | null, offset: number, extra: string,
+): Promise<string> {
+  const received = sql`(select count(*) from ${submissionAttachments} a where a.submission_def_id = ${submissions.currentDefId} and a.blob_id is not null)`;
+  const stamp = sql<string>`concat_ws(':', ${submissions.id}, ${submissions.currentDefId}, ${submissions.updatedAt}, ${submissions.deletedAt}, ${submissions.reviewState}, ${actors.displayName}, ${received})`;
+  let page = ctx.db.select({ stamp: stamp.as('stamp') }).from(submissions)
+    .innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId))
+    .leftJoin(actors, eq(actors.id, submissions.submitterId))
+    .where(where)
+    .orderBy(...orderBy)
+    .$dynamic();
+  if (limit != null) page = page.limit(limit);
+  if (offset > 0) page = page.offset(offset);
+  const sel = page.as('selection');
+  const [r] = await ctx.db.select({ hash: sql<string>`md5(coalesce(string_agg(${sel.stamp}, ',' order by ${sel.stamp}), ''))` }).from(sel);
+  return `W/"eventhash:${sha256Hex(`${feed.defId}|${extra}|${r!.hash}`).slice(0, 32)}"`;
+}
+
+/**
+ * The whole body of a page that reads no rows (`$top=0`, as Central's countOnlyToOData) and its
+ * ETag, a hash of that body (as Express gives Central's: not an `eventhash`).
+ */
+function countOnly(context: string, count: number | null): { etag: string; body: () => Promise<ReadableStream<Uint8Array>> } {
+  const text = `{"value":[],"@odata.context":${JSON.stringify(context)}${count == null ? '' : `,"@odata.count":${count}`}}`;
+  const etag = `W/"${text.length.toString(16)}-${sha256Hex(text).slice(0, 27)}"`;
+  return { etag, body: async () => new Response(text).body! };
+}
+
 // ─── resource paths ──────────────────────────────────────────────────────────────────────────
 
 interface Resource {
@@ -280,18 +348,22 @@ export interface FeedInput {
   serviceUrl: string;
   /** The request's absolute URL without its query, its path as the client sent it (nextLink, as Central). */
   pageUrl?: string;
+  /** The request's `If-None-Match` header: when it names the page's ETag, no body is read. */
+  ifNoneMatch?: string | null;
 }
 
 /**
  * A feed document (GET F.svc/Submissions…, also draft).
- * @returns a stream of the JSON envelope (fact 19); errors that depend only on the request are
- *   thrown before the first byte.
+ * @returns the page's ETag and a stream of the JSON envelope (fact 19), or no stream when
+ *   `input.ifNoneMatch` names the ETag (304); errors that depend only on the request are thrown
+ *   before the first byte. ETags as Central's: an `eventhash` of the selection on tables and rows,
+ *   a hash of the body for `$top=0` pages (none on a repeat table's `$top=0&$count=true`).
  * @throws 404.1 unknown form, table or row; 401.2/403.1 without submission.read; 400.18, 501.4,
  *   501.5 bad `$filter`/`$orderby`; 400.23/400.24 bad `$select`; 400.34 a `$skiptoken` whose row is
  *   gone (on Submissions too, where Central answers an empty page); 400.35 malformed `$skiptoken`;
  *   406.1; 501.1; 501.6; 501.11.
  */
-export async function odataFeed(ctx: Ctx, input: FeedInput): Promise<ReadableStream<Uint8Array>> {
+export async function odataFeed(ctx: Ctx, input: FeedInput): Promise<FeedResponse> {
   const q = readFeedQuery(input.query);
   const feed = await loadFeed(ctx, input.projectId, input.xmlFormId, input.draft);
   const resource = parseResource(feed.model, input.resource);
@@ -308,7 +380,7 @@ export async function odataFeed(ctx: Ctx, input: FeedInput): Promise<ReadableStr
 async function rootFeed(
   ctx: Ctx, feed: Feed, q: FeedQuery, resource: Resource, builder: RowBuilder, shape: (r: { [k: string]: Json }) => { [k: string]: Json },
   context: string, base: SQL[], input: FeedInput,
-): Promise<ReadableStream<Uint8Array>> {
+): Promise<FeedResponse> {
   const filter = !resource.single && q.filter ? parseODataFilter(q.filter) : null;
   // Fields compared in the filter: read through their index when one is ready, and noted so that
   // one is built for a large form (lib/odata/field-indexes.ts).
@@ -318,11 +390,11 @@ async function rootFeed(
   // Without repeats a row needs only the values outside repeats (root_values: a fraction of the data).
   const rootOnly = feed.model.tables.length === 1;
   if (resource.single) {
-    const [row] = await selectSubmissionRows(ctx, {
-      where: and(...base, eq(submissions.instanceId, resource.instanceId!), isNull(submissions.deletedAt))!, orderBy: [], limit: 1, rootOnly,
-    });
+    const one = and(...base, eq(submissions.instanceId, resource.instanceId!), isNull(submissions.deletedAt))!;
+    const [row] = await selectSubmissionRows(ctx, { where: one, orderBy: [], limit: 1, rootOnly });
     if (!row) throw problems.user.notFound();
-    return envelope(context, (async function* () { yield rowOf(row); })(), () => ({ nextLink: null, count: null }));
+    return respond(input, await selectionEtag(ctx, feed, one, [], 1, 0, 'single'), () =>
+      envelope(context, (async function* () { yield rowOf(row); })(), () => ({ nextLink: null, count: null })));
   }
   const where = [...base];
   // The web UI lists the Trash with `__system/deletedAt ne null`; otherwise deleted rows are left out.
@@ -355,6 +427,14 @@ async function rootFeed(
     : systemOnly
       ? Number((await ctx.db.select({ n: sql<number>`count(*)` }).from(submissions).where(countWhere))[0]!.n)
       : Number((await ctx.db.select({ n: sql<number>`count(*)` }).from(submissions).innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId)).where(countWhere))[0]!.n);
+  // `$top=0`: no rows to read, and the ETag is the body's (Central's countOnlyToOData).
+  if (q.top === 0) {
+    const page = countOnly(context, count);
+    return respond(input, page.etag, page.body);
+  }
+  // One more row than the page: whether a next page exists is part of what the page shows.
+  const etag = await selectionEtag(ctx, feed, whereSql, orderBy, q.top == null ? null : q.top + 1, q.skip, `count:${count}`);
+  if (etagMatches(input.ifNoneMatch, etag)) return { etag, body: null };
   const wanted = q.top ?? Infinity;
   let more = false;
   let lastId: string | null = null;
@@ -385,18 +465,26 @@ async function rootFeed(
     }
   }
   const pageUrl = input.pageUrl ?? `${input.serviceUrl}/${resource.table.name}`;
-  return envelope(context, rows(), () => ({
+  return { etag, body: await envelope(context, rows(), () => ({
     // Central gives a nextLink only after a row ($top=0 has none).
     nextLink: !more || lastId == null ? null : custom ? nextLink(pageUrl, q, { skip: q.skip + wanted }) : nextLink(pageUrl, q, { skiptoken: encodeSkiptoken({ instanceId: lastId }) }),
     count,
-  }));
+  })) };
 }
 
-/** A repeat row's fields for `$filter`/`$orderby`: its own leaves (`leaves`: leavesOf the table, computed once), `__id`, and `$root/Submissions/__system/…`. */
+/**
+ * A repeat row's fields for `$filter`/`$orderby`: its own leaves (`leaves`: leavesOf the table,
+ * computed once) and `__id`, and its submission's `$root/Submissions/__id` and
+ * `$root/Submissions/__system/…`. As Central, `__system/…` without `$root/Submissions/` is not a
+ * field of a repeat row (null: 501.5).
+ */
 function repeatResolver(leaves: Map<string, ODataNode>, row: { [k: string]: Json }, meta: SubmissionDataRow): RowResolver {
-  return (path) => {
-    if (path === '__id') return { type: 'text', value: row.__id as string };
+  return (path, raw) => {
+    const ofRoot = raw.startsWith('$root/Submissions/');
+    if (path === '__id') return { type: 'text', value: ofRoot ? meta.instanceId : row.__id as string };
+    if (ofRoot && !path.startsWith('__system/')) return null;
     if (path.startsWith('__system/')) {
+      if (!ofRoot) return null;
       const m: Record<string, RowValue> = {
         '__system/submissionDate': { type: 'time', value: meta.createdAt.getTime() },
         '__system/updatedAt': { type: 'time', value: meta.updatedAt?.getTime() ?? null },
@@ -425,11 +513,12 @@ function repeatResolver(leaves: Map<string, ODataNode>, row: { [k: string]: Json
 async function repeatFeed(
   ctx: Ctx, feed: Feed, q: FeedQuery, resource: Resource, builder: RowBuilder, shape: (r: { [k: string]: Json }) => { [k: string]: Json },
   context: string, base: SQL[], input: FeedInput,
-): Promise<ReadableStream<Uint8Array>> {
+): Promise<FeedResponse> {
   const table = resource.table;
   const chain = repeatChainFn(feed.model)(table.repeat!.path);
   const filter = q.filter ? parseODataFilter(q.filter) : null;
-  const where = [...base, eq(submissionDefs.encrypted, false)];
+  // Encrypted submissions have no repeat rows: left out of the table; one asked for by key has none.
+  const where = resource.instanceId == null ? [...base, eq(submissionDefs.encrypted, false)] : [...base];
   // As on Submissions, `$root/Submissions/__system/deletedAt` in the filter lets deleted submissions in.
   if (!filter || !filterMembers(filter).includes('__system/deletedAt')) where.push(isNull(submissions.deletedAt));
   if (resource.instanceId != null) where.push(eq(submissions.instanceId, resource.instanceId));
@@ -443,23 +532,37 @@ async function repeatFeed(
   }
   // Check `$filter` up front too (501.4/501.5/400.18 do not depend on values), so it fails before the first byte.
   if (filter) {
-    const blank = { createdAt: new Date(0), updatedAt: null, deletedAt: null, submitterId: null, reviewState: null } as SubmissionDataRow;
+    const blank = { instanceId: '', createdAt: new Date(0), updatedAt: null, deletedAt: null, submitterId: null, reviewState: null } as SubmissionDataRow;
     evaluateFilter(filter as ODataToken, repeatResolver(leaves, {}, blank), now);
   }
   // `Submissions('id')/…/repeat`: the submission and the rows on the way must exist (404.1, as Central).
-  let one: { row: SubmissionDataRow; parent: { index: number[] } } | null = null;
+  const collection = resource.instanceId == null;
+  // A table's `$top=0` without `$count`: no rows to read; the ETag is the body's (Central's countOnlyToOData).
+  if (collection && q.top === 0 && !q.count) {
+    const page = countOnly(context, null);
+    return respond(input, page.etag, page.body);
+  }
+  // An encrypted submission's repeat tables are empty (`parent` null), as Central's: not an error.
+  let one: { row: SubmissionDataRow; parent: { index: number[] } | null } | null = null;
   if (resource.instanceId != null) {
     const [r] = await selectSubmissionRows(ctx, { where: whereSql, orderBy: [], limit: 1 });
     if (!r) throw problems.user.notFound();
-    const parent = { index: [] as number[] };
-    const inst = builder.instance(r.values);
-    for (let k = 0; k < resource.keys.length; k += 1) {
-      const i = inst.instances(chain[k]!, parent.index).find((x) => repeatRowId(r.instanceId, chain[k]!, chain.slice(0, k + 1), [...parent.index, x]) === resource.keys[k]);
-      if (i == null) throw problems.user.notFound();
-      parent.index.push(i);
+    let parent: { index: number[] } | null = null;
+    if (!r.encrypted) {
+      parent = { index: [] };
+      const inst = builder.instance(r.values);
+      for (let k = 0; k < resource.keys.length; k += 1) {
+        const i = inst.instances(chain[k]!, parent.index).find((x) => repeatRowId(r.instanceId, chain[k]!, chain.slice(0, k + 1), [...parent!.index, x]) === resource.keys[k]);
+        if (i == null) throw problems.user.notFound();
+        parent.index.push(i);
+      }
     }
     one = { row: r, parent };
   }
+  // The ETag of the submissions the rows come from; none for a table's `$top=0&$count=true`, as
+  // Central (whose answer to that streams).
+  const etag = collection && q.top === 0 ? null : await selectionEtag(ctx, feed, whereSql, [], null, 0, table.name);
+  if (etag != null && etagMatches(input.ifNoneMatch, etag)) return { etag, body: null };
 
   /** Every matching row, in submission order then document order. */
   async function* all(): AsyncGenerator<{ row: { [k: string]: Json }; meta: SubmissionDataRow }> {
@@ -470,7 +573,8 @@ async function repeatFeed(
         orderBy: [desc(submissions.createdAt), desc(submissions.id)], limit: BATCH,
       });
       for (const r of page) {
-        for (const row of builder.tableRows(table, r.instanceId, r.values, one?.parent)) {
+        if (one && one.parent == null) continue;
+        for (const row of builder.tableRows(table, r.instanceId, r.values, one?.parent ?? undefined)) {
           if (filter && !evaluateFilter(filter as ODataToken, repeatResolver(leaves, row, r), now)) continue;
           yield { row, meta: r };
         }
@@ -485,7 +589,7 @@ async function repeatFeed(
     // Sorting needs every matching row: bounded by the table, not by a batch (documented limit).
     const buffered: Array<{ row: { [k: string]: Json }; meta: SubmissionDataRow }> = [];
     for await (const x of source) buffered.push(x);
-    const keyOf = (x: { row: { [k: string]: Json }; meta: SubmissionDataRow }, path: string) => repeatResolver(leaves, x.row, x.meta)(path)?.value ?? null;
+    const keyOf = (x: { row: { [k: string]: Json }; meta: SubmissionDataRow }, path: string) => repeatResolver(leaves, x.row, x.meta)(path, path.startsWith('__system/') ? `$root/Submissions/${path}` : path)?.value ?? null;
     buffered.sort((a, b) => {
       for (const o of q.orderby) {
         const x = keyOf(a, o.path);
@@ -506,7 +610,8 @@ async function repeatFeed(
   const repeatId = q.skiptoken ? q.skiptoken.repeatId : undefined;
   let before = 0;
   if (q.skiptoken) {
-    let found = false;
+    // `{ repeatId: null }` (the nextLink of a `$top=0&$count=true` page, as Central writes it) is the start.
+    let found = repeatId === null;
     if (typeof repeatId === 'string') {
       // By hand, not `for await … break`: that would close the source, and the page after it would be empty.
       for (let x = await source.next(); !x.done; x = await source.next()) {
@@ -544,9 +649,12 @@ async function repeatFeed(
     }
   }
   const pageUrl = input.pageUrl ?? `${input.serviceUrl}/${input.resource}`;
-  return envelope(context, rows(), () => ({
-    nextLink: !more || lastId == null ? null : q.orderby.length > 0 ? nextLink(pageUrl, q, { skip: q.skip + wanted }) : nextLink(pageUrl, q, { skiptoken: encodeSkiptoken({ repeatId: lastId }) }),
+  return { etag, body: await envelope(context, rows(), () => ({
+    // As Central: after the page's last row; on a table's `$top=0&$count=true` page with rows
+    // left, too, with `{ repeatId: null }` (no row yet); on one submission's rows only after a row.
+    nextLink: !more || (lastId == null && !(collection && wanted === 0)) ? null
+      : q.orderby.length > 0 ? nextLink(pageUrl, q, { skip: q.skip + wanted }) : nextLink(pageUrl, q, { skiptoken: encodeSkiptoken({ repeatId: lastId }) }),
     // With a skiptoken the count is still the whole (filtered) table's, as on Submissions.
     count: counted ? before + total : null,
-  }));
+  })) };
 }

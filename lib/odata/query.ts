@@ -17,7 +17,7 @@ export interface FeedQuery {
   filter: string | null;
   /** `$expand`: `*`, named slash paths, or none. */
   expand: '*' | string[] | null;
-  /** `$select` paths (slash separated), or null for all. */
+  /** `$select` paths (slash separated), or null for all (no `$select`, or `$select=*`). */
   select: string[] | null;
   orderby: Array<{ path: string; desc: boolean }>;
   /** The query as given, in order (for nextLink). */
@@ -86,7 +86,8 @@ export function readFeedQuery(entries: Array<[string, string]>): FeedQuery {
     wkt: q.get('$wkt') === 'true',
     filter: q.get('$filter') ?? null,
     expand: expandText == null || expandText === '' ? null : expandText === '*' ? '*' : expandText.split(',').map((s) => s.trim()),
-    select: q.has('$select') ? q.get('$select')!.split(',').map((s) => s.trim()).filter((s) => s !== '') : null,
+    // `$select=*` is every property, as no `$select` (Central's selectFields).
+    select: q.has('$select') && q.get('$select')!.trim() !== '*' ? q.get('$select')!.split(',').map((s) => s.trim()).filter((s) => s !== '') : null,
     orderby,
     raw: entries,
   };

@@ -6,9 +6,17 @@
  */
 import { sha1 } from '@noble/hashes/legacy.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import { sanitizeOdataIdentifier } from '../xforms/parse-form';
 import type { SubmissionValue } from '../xforms/types';
 import type { SubmissionDataRow } from '../submissions/rows';
 import type { ODataModel, ODataNode, ODataTable } from './model';
+
+/**
+ * The navigation-link steps from one node down to another (`/children/child`, from XML paths
+ * `basePath` and `path`), each step OData-safe as the table names are (`/q1.8-test` → `/q1_8_test`).
+ */
+const linkSteps = (path: string, basePath: string) =>
+  path.slice(basePath.length).split('/').map((s) => (s === '' ? s : sanitizeOdataIdentifier(s))).join('/');
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -212,7 +220,7 @@ export class RowBuilder {
       } else {
         const found = inst.instances(n.path, index);
         if (found.length === 0) continue;
-        const link = `${base}${n.path.slice(basePath.length)}`;
+        const link = `${base}${linkSteps(n.path, basePath)}`;
         const entries: Array<[string, Json]> = [[`${n.name}@odata.navigationLink`, link]];
         if (this.expands(n)) entries.push([n.name, found.map((i) => this.repeatRow(n, inst, rootId, [...index, i], link, true))]);
         if (deferred) deferred.push(...entries);
@@ -266,7 +274,7 @@ export class RowBuilder {
       const r = chain[level]!;
       for (const i of inst.instances(r, index)) {
         const idx = [...index, i];
-        const link = `${base}${r.slice(basePath.length)}`;
+        const link = `${base}${linkSteps(r, basePath)}`;
         if (level === chain.length - 1) {
           const parentId = level === 0 ? rootId : repeatRowId(rootId, chain[level - 1]!, chain.slice(0, level), index);
           rows.push(this.repeatRow(node, inst, rootId, idx, link, false, parentId));
@@ -280,14 +288,14 @@ export class RowBuilder {
       let base = root;
       let basePath = '';
       for (let k = 0; k < level; k += 1) {
-        base = `${base}${chain[k]!.slice(basePath.length)}('${repeatRowId(rootId, chain[k]!, chain.slice(0, k + 1), parent.index.slice(0, k + 1))}')`;
+        base = `${base}${linkSteps(chain[k]!, basePath)}('${repeatRowId(rootId, chain[k]!, chain.slice(0, k + 1), parent.index.slice(0, k + 1))}')`;
         basePath = chain[k]!;
       }
       const r = chain[level]!;
       for (const i of inst.instances(r, parent.index)) {
         const idx = [...parent.index, i];
         const parentId = level === 0 ? rootId : repeatRowId(rootId, chain[level - 1]!, chain.slice(0, level), parent.index);
-        rows.push(this.repeatRow(node, inst, rootId, idx, `${base}${r.slice(basePath.length)}`, false, parentId));
+        rows.push(this.repeatRow(node, inst, rootId, idx, `${base}${linkSteps(r, basePath)}`, false, parentId));
       }
       return rows;
     }
