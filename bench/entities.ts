@@ -52,6 +52,7 @@ import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
 import { openDatabase } from '../lib/runtime/node';
 import { benchAdmin } from './admin';
+import { cpuMeter, profilePhase } from './profile';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
@@ -78,6 +79,9 @@ const { call, auth } = await benchAdmin(ctx, app, 'entities');
 const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1', serverOptions: { maxHeaderSize: 1 << 20 } });
 const base = await new Promise<string>((resolve) => server.once('listening', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 const where = config.DATABASE_URL ? 'PostgreSQL' : 'PGlite (in memory)';
+const backendPids = async () => (config.DATABASE_URL
+  ? (await database.db.execute(sql`select pid from pg_stat_activity where datname = current_database()`) as unknown as Array<{ pid: number }>).map((r) => Number(r.pid))
+  : []);
 
 const P = `/v1/projects/${((await (await call('POST', '/v1/projects', JSON.stringify({ name: 'Entities bench' }), { 'Content-Type': 'application/json' })).json()) as { id: number }).id}`;
 const D = `${P}/datasets/people`;
@@ -220,6 +224,8 @@ if (only('devices')) {
     if (full.status !== 200 || full.headers.get('etag') !== `"${first.hash}"`) throw new Error(`list: ${full.status}, ETag ${full.headers.get('etag')} vs manifest ${first.hash}`);
     if (body.split('\n').length - 2 !== live) throw new Error(`list: ${body.split('\n').length - 2} rows, expected ${live}`);
   }));
+  const stopDevicesProfile = await profilePhase('devices');
+  const devicesCpu = await cpuMeter(backendPids);
   await Promise.all(tokens.map(async (token) => {
     for (let i = 0; i < SYNCS; i += 1) {
       const start = performance.now();
@@ -233,9 +239,11 @@ if (only('devices')) {
       single.push(mid - start, end - mid);
     }
   }));
+  const devicesUsed = await devicesCpu();
+  await stopDevicesProfile();
   const q = (list: number[], f: number) => [...list].sort((a, b) => a - b)[Math.ceil(f * list.length) - 1]!;
   report('devices 304', `${DEVICES} devices × ${SYNCS}: pair p50 ${q(pair, 0.5).toFixed(1)} ms, p95 ${q(pair, 0.95).toFixed(1)} ms`, q(pair, 0.95) / 100,
-    `per request p95 ${q(single, 0.95).toFixed(1)} ms; first full download (${live.toLocaleString('en')} rows, ${DEVICES} at once) ≤ ${(fullMs / 1000).toFixed(2)} s`);
+    `per request p95 ${q(single, 0.95).toFixed(1)} ms; first full download (${live.toLocaleString('en')} rows, ${DEVICES} at once) ≤ ${(fullMs / 1000).toFixed(2)} s; CPU per pair: this process ${(devicesUsed.mainMs / pair.length).toFixed(2)} ms, PostgreSQL ${(devicesUsed.pgMs / pair.length).toFixed(2)} ms`);
 }
 
 // ─── approvals ──────────────────────────────────────────────────────────────────────────────
@@ -256,6 +264,8 @@ if (only('approvals')) {
   }));
   await drainJobs(ctx);
   next = 0;
+  const stopProfile = await profilePhase('approvals');
+  const cpu = await cpuMeter(backendPids);
   const start = performance.now();
   await Promise.all(Array.from({ length: REVIEWERS }, async () => {
     for (let i = next++; i < APPROVALS; i = next++) {
@@ -265,6 +275,8 @@ if (only('approvals')) {
     }
   }));
   const s = (performance.now() - start) / 1000;
+  const used = await cpu();
+  await stopProfile();
   const count = async () => (await database.db.execute<{ n: number; uuids: number; sources: number }>(sql`
     select count(*)::int as n, count(distinct e.uuid)::int as uuids, count(distinct s.submission_def_id)::int as sources
     from entities e join datasets d on d.id = e.dataset_id and d.name = 'reviewed'
@@ -278,7 +290,7 @@ if (only('approvals')) {
     throw new Error(`approvals: ${JSON.stringify({ after, errors, pending })}, expected ${APPROVALS} each and no errors`);
   }
   report('approvals', `${Math.round(APPROVALS / s).toLocaleString('en')} approvals/s (${APPROVALS} in ${s.toFixed(1)} s)`, APPROVALS / s / 300,
-    `${REVIEWERS} reviewers; ${inRequests.n} entities made in the requests, ${after.n} after a drain, each once`);
+    `${REVIEWERS} reviewers; ${inRequests.n} entities made in the requests, ${after.n} after a drain, each once; CPU per approval: this process ${(used.mainMs / APPROVALS).toFixed(2)} ms, PostgreSQL ${(used.pgMs / APPROVALS).toFixed(2)} ms (2 cores at 300/s: 6.7 ms in all)`);
 }
 
 // ─── offline backlog ────────────────────────────────────────────────────────────────────────

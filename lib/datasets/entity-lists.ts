@@ -12,6 +12,8 @@ import { datasets, dsProperties, entities, type ProjectRow } from '../../drizzle
 import { can } from '../authz/can';
 import type { Ctx } from '../context';
 import { projectActee } from '../projects';
+import type { Db } from '../db/client';
+import { prepared } from '../db/prepared';
 
 /**
  * Whose entities an entity list is cut to: `null` when the actor may list every entity of the
@@ -74,24 +76,8 @@ export async function entityListHashes(ctx: Ctx, datasetIds: number[], filterAct
   // change and the property names; CASE keeps the viewer-only subqueries from running otherwise.
   const actor = filterActorId ?? -1;
   const viewer = filterActorId != null;
-  const res = await ctx.db.execute<HashRow>(sql`
-    select d.id, d.owner_only as "ownerOnly", d.approval_required as "approvalRequired",
-      (select max(a.logged_at) from audits a where a.actee_id = d.actee_id) as "lastAudit",
-      (select max(a.id) from audits a where a.actee_id = d.actee_id) as "lastAuditId",
-      case when ${viewer} then (select jsonb_agg(jsonb_build_array(apv.value, ap.name, dp.name) order by dp.name, ap.name, apv.value)
-        from dataset_access_filters f
-        join ds_properties dp on dp.id = f.dataset_property_id
-        join actor_properties ap on ap.id = f.actor_property_id
-        left join actor_property_values apv on apv.actor_property_id = f.actor_property_id and apv.actor_id = ${actor}
-        where f.dataset_id = d.id) end as rules,
-      case when ${viewer} and d.owner_only then (select count(*)::int from entities e
-        where e.dataset_id = d.id and e.deleted_at is null and e.creator_id = ${actor}) end as "ownedCount",
-      case when ${viewer} and d.owner_only then (select greatest(max(e.created_at), max(e.updated_at)) from entities e
-        where e.dataset_id = d.id and e.deleted_at is null and e.creator_id = ${actor}) end as "ownedLast",
-      case when ${viewer} and d.owner_only then (select jsonb_agg(p.name order by p.name) from ds_properties p
-        where p.dataset_id = d.id and p.deleted_at is null) end as "propertyList"
-    from datasets d where d.id in (${sql.join(ids.map((id) => sql`${id}`), sql`, `)})`);
-  const rows = (Array.isArray(res) ? res : (res as unknown as { rows: HashRow[] }).rows);
+  // One prepared round trip per Dataset (a form consumes one or two; they run side by side).
+  const rows = (await Promise.all(ids.map((id) => hashQuery(ctx.db).execute({ id, actor, viewer })))).flat() as HashRow[];
   const iso = (t: string | Date | null | undefined) => (t == null ? null : new Date(t).toISOString());
   for (const r of rows) {
     // Rules in Central's order and key order (PostgreSQL's jsonb: value, actorProperty, datasetProperty).
@@ -109,6 +95,35 @@ export async function entityListHashes(ctx: Ctx, datasetIds: number[], filterAct
   }
   return out;
 }
+
+/**
+ * entityListHashes' query, prepared (devices ask on every manifest and every list download): the
+ * newest audit, and for a filtered viewer its property rules and, on an ownerOnly Dataset, its
+ * entity count, newest change and the property names; CASE keeps the viewer-only subqueries from
+ * running otherwise. Placeholders: `id`, `actor` (-1 for none), `viewer`.
+ */
+const hashQuery = (db: Db) => prepared(db, 'entity_list_hash', (d) => {
+  const actor = sql.placeholder('actor');
+  const viewer = sql`${sql.placeholder('viewer')}::boolean`;
+  // Qualified by hand inside the subqueries: drizzle writes a one-table select's columns unqualified.
+  return d.select({
+    id: datasets.id, ownerOnly: datasets.ownerOnly, approvalRequired: datasets.approvalRequired,
+    lastAudit: sql<string | null>`(select max(a.logged_at) from audits a where a.actee_id = ${datasets.acteeId})`,
+    lastAuditId: sql<number | null>`(select max(a.id) from audits a where a.actee_id = ${datasets.acteeId})`,
+    rules: sql<unknown>`case when ${viewer} then (select jsonb_agg(jsonb_build_array(apv.value, ap.name, dp.name) order by dp.name, ap.name, apv.value)
+      from dataset_access_filters f
+      join ds_properties dp on dp.id = f.dataset_property_id
+      join actor_properties ap on ap.id = f.actor_property_id
+      left join actor_property_values apv on apv.actor_property_id = f.actor_property_id and apv.actor_id = ${actor}
+      where f.dataset_id = datasets.id) end`,
+    ownedCount: sql<number | null>`case when ${viewer} and datasets.owner_only then (select count(*)::int from entities e
+      where e.dataset_id = datasets.id and e.deleted_at is null and e.creator_id = ${actor}) end`,
+    ownedLast: sql<string | null>`case when ${viewer} and datasets.owner_only then (select greatest(max(e.created_at), max(e.updated_at)) from entities e
+      where e.dataset_id = datasets.id and e.deleted_at is null and e.creator_id = ${actor}) end`,
+    propertyList: sql<unknown>`case when ${viewer} and datasets.owner_only then (select jsonb_agg(p.name order by p.name) from ds_properties p
+      where p.dataset_id = datasets.id and p.deleted_at is null) end`,
+  }).from(datasets).where(eq(datasets.id, sql.placeholder('id'))).prepare('entity_list_hash');
+});
 
 /** A row of entityListHashes' query (jsonb columns arrive parsed from postgres.js, as text from some drivers). */
 type HashRow = {

@@ -14,12 +14,17 @@ import { iso } from '../actors';
 import { audit } from '../audits/log';
 import { canOrReject, type ActeeRef } from '../authz/can';
 import { withTx, type Ctx } from '../context';
+import { keyset, keysetRead } from '../db/keyset';
+import { mapBatches } from '../http/json-stream';
 import { Problem, problems } from '../problem';
 import { getProjectOrNotFound, projectActee } from '../projects';
 import { sanitizeOdataIdentifier } from '../xforms/parse-form';
 import type { DatasetDeclaration } from '../xforms/types';
 import { accessRules, readAccessFilter, replaceAccessRules } from './access-filters';
 import { validDatasetName, validPropertyName } from './declarations';
+import { lazyModule } from '../lazy';
+const jobsModule = lazyModule(() => import('../jobs'));
+// (cycles between lib folders: loaded on first use, then kept)
 
 export { checkEntityDeclarations, invalidEntityForm, validDatasetName, validPropertyName } from './declarations';
 
@@ -301,28 +306,31 @@ export async function datasetCountsByProject(ctx: Ctx, projectIds: number[]) {
 // The Dataset API
 
 /**
- * Datasets of a project (GET P/datasets), by name; `deleted` lists those in the Trash instead;
- * extended adds `entities`, `lastEntity`, `conflicts`.
- * @throws 404.1 project; 401.2/403.1 without dataset.list. Reads only.
+ * Datasets of a project (GET P/datasets), by name (ties by id); `deleted` lists those in the Trash
+ * instead; extended adds `entities`, `lastEntity`, `conflicts`. Read by keyset in batches of 1,000
+ * (lib/db/keyset.ts) for a streamed answer (lib/http/json-stream.ts).
+ * @returns an async generator of batches of Dataset JSON.
+ * @throws 404.1 project; 401.2/403.1 without dataset.list (before the first batch). Reads only.
  */
 export async function listDatasets(ctx: Ctx, projectId: number, opts: { deleted: boolean; extended: boolean }) {
   const project = await getProjectOrNotFound(ctx, projectId);
   await canOrReject(ctx, 'dataset.list', projectActee(project));
+  const ks = keyset([{ expr: datasets.name, type: 'text' }, { expr: datasets.id, type: 'int' }]);
   // datasets.id written out: drizzle writes a one-table select's columns unqualified, and an
   // unqualified id in these subqueries would be the entity's own.
-  const rows = await ctx.db.select({
-    d: datasets,
+  const counts = {
     entities: sql<number>`(select count(*)::int from entities e where e.dataset_id = datasets.id and e.deleted_at is null)`,
     lastEntity: sql<string | null>`(select max(e.created_at) from entities e where e.dataset_id = datasets.id and e.deleted_at is null)`,
     conflicts: sql<number>`(select count(*)::int from entities e where e.dataset_id = datasets.id and e.deleted_at is null and e.conflict is not null)`,
-  }).from(datasets).where(and(
+  };
+  const rows = keysetRead(ks, (after, limit) => ctx.db.select({ d: datasets, ...(opts.extended ? counts : {}), ...ks.fields }).from(datasets).where(and(
     eq(datasets.projectId, project.id), isNotNull(datasets.publishedAt),
-    opts.deleted ? isNotNull(datasets.deletedAt) : isNull(datasets.deletedAt),
-  )).orderBy(asc(datasets.name));
-  return rows.map((r) => ({
+    opts.deleted ? isNotNull(datasets.deletedAt) : isNull(datasets.deletedAt), after,
+  )).orderBy(...ks.orderBy).limit(limit) as Promise<Array<{ d: DatasetRow; entities?: number; lastEntity?: string | null; conflicts?: number }>>);
+  return mapBatches(rows, (batch) => batch.map((r) => ({
     ...datasetJson(r.d),
     ...(opts.extended ? { entities: r.entities, lastEntity: r.lastEntity == null ? null : new Date(r.lastEntity).toISOString(), conflicts: r.conflicts } : {}),
-  }));
+  })));
 }
 
 /**
@@ -456,7 +464,7 @@ function booleanFlags(b: Record<string, unknown>): { approvalRequired?: boolean;
  *   400.29 pending submissions.
  */
 export async function patchDataset(ctx: Ctx, projectId: number, name: string, body: unknown, convert: string | undefined) {
-  const { enqueueJob, withJobs } = await import('../jobs');
+  const { enqueueJob, withJobs } = await jobsModule();
   return withJobs(ctx, async (tx) => {
     const d = await getDatasetOrNotFound(tx, projectId, name);
     await canOrReject(tx, 'dataset.update', datasetActee(d));

@@ -21,6 +21,10 @@ import {
   datasetNotFoundInSubmission, diffProps, entityActionNotPermitted, entityDeleted, entityNotFound, entityUniquenessViolationWithDeleted,
   entityVersionNotFound, normalizeUuid,
 } from './model';
+import { lazyModule } from '../lazy';
+const entitiesModule = lazyModule(() => import('./index'));
+const datasetsModule = lazyModule(() => import('../datasets'));
+// (cycles between lib folders: loaded on first use, then kept)
 
 /** The job payload lib/submissions records (and ./backlog, for held offline updates). */
 export interface SubmissionEvent {
@@ -173,7 +177,7 @@ async function processEntity(
     if (truthy(e[action]) && !permitted.includes(action)) throw entityActionNotPermitted({ action, permitted });
   }
   const uuid = normalizeUuid(e.id, 'uuid');
-  const { lockEntity } = await import('./index');
+  const { lockEntity } = await entitiesModule();
   // Locked before anything is read, even before the entity exists (an offline create and its
   // updates may be processed at once): holding and requeueing below happen under this lock.
   await lockEntity(tx, uuid);
@@ -244,7 +248,7 @@ async function createFromSubmission(
   const [taken] = await tx.db.select().from(entities).where(eq(entities.uuid, uuid));
   if (taken?.deletedAt) throw entityUniquenessViolationWithDeleted({ entityUuids: [uuid] });
   if (taken) throw problems.user.uniquenessViolation({ fields: ['uuid'], values: [uuid] });
-  const { insertEntities } = await import('./index');
+  const { insertEntities } = await entitiesModule();
   const [created] = await insertEntities(tx, dataset.id, [{ uuid, label, data, dataReceived: { ...data, label } }],
     await source(), { creatorId: sub.def.submitterId, userAgent: sub.def.userAgent }, {
       branchId: branch.branchId, trunkVersion: branch.trunkVersion,
@@ -380,7 +384,7 @@ async function updateFromSubmission(
       .limit(1);
     if (other) conflict = 'soft';
   }
-  const { addVersion } = await import('./index');
+  const { addVersion } = await entitiesModule();
   const result = await addVersion(tx, server as Current, {
     label: label ?? server.def.label, data: { ...server.def.data, ...data }, dataReceived, baseVersion: base.version,
     conflict, conflictingProperties, source: { type: 'submission', id: await source() },
@@ -401,7 +405,7 @@ async function updateFromSubmission(
  * submission.update.version event would have, by that event's actor.
  */
 async function convertPending(tx: Ctx, payload: Record<string, unknown>): Promise<void> {
-  const { pendingSubmissionEvents } = await import('../datasets');
+  const { pendingSubmissionEvents } = await datasetsModule();
   for (const p of await pendingSubmissionEvents(tx, Number(payload.datasetId))) {
     await processSubmissionEvent(tx, {
       action: p.action, submissionId: p.submissionId, submissionDefId: p.submissionDefId, actorId: p.actorId, auditId: p.auditId,

@@ -6,10 +6,16 @@ import { audit } from '../audits/log';
 import { canOrReject, speciesActee, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
+import { keyset, keysetRead } from '../db/keyset';
+import { arrayBatches, mapBatches } from '../http/json-stream';
 import { prepared } from '../db/prepared';
 import { problems } from '../problem';
 import { parseInput } from '../validation';
 import { canAssignRole } from '../assignments/rules';
+import { lazyModule } from '../lazy';
+const datasetsModule = lazyModule(() => import('../datasets'));
+const listingModule = lazyModule(() => import('../forms/listing'));
+// (cycles between lib folders: loaded on first use, then kept)
 
 /** `datasetList`, `datasets`, `lastEntity` of a project in `?datasets=true`. Pure. */
 function datasetListFor(verbs: Set<string>, d: { datasets: number; lastEntity: string | null; list: Array<Record<string, unknown>> }) {
@@ -120,7 +126,7 @@ async function countsFor(ctx: Ctx, ids: number[]): Promise<Map<number, Counts>> 
     .groupBy(forms.projectId);
   for (const r of last) out.get(r.projectId)!.lastSubmission = iso(r.at);
   // Read model of the lower lib/datasets (DESIGN: read models flow down).
-  const { datasetCountsByProject } = await import('../datasets'); // loaded lazily: lib/datasets builds on lib/projects
+  const { datasetCountsByProject } = await datasetsModule(); // loaded lazily: lib/datasets builds on lib/projects
   for (const [id, d] of await datasetCountsByProject(ctx, ids)) Object.assign(out.get(id)!, { datasets: d.datasets, lastEntity: d.lastEntity });
   return out;
 }
@@ -163,50 +169,58 @@ async function verbsByProject(ctx: Ctx): Promise<Map<number, Set<string>>> {
 /**
  * Projects the caller may see (GET /v1/projects): those where it holds project.read and form.list
  * (or open_form.list). Anonymous callers get `[]` (spec, Authentication 2). Archived sort last, then
- * by name, as Central.
+ * by name (ties by id), as Central. Read by keyset in batches of 1,000 (lib/db/keyset.ts), each
+ * batch's counts, form lists and Dataset lists loaded for that batch, for a streamed answer
+ * (lib/http/json-stream.ts).
  * @param opts extended: add counts; forms: add formList (the forms the actor may see, as extended Form
- *   JSON with submission counts, from one query: lib/forms/listing) and set `forms` / `lastSubmission`
- *   from it; datasets: add datasetList (published Datasets with entities/lastEntity/conflicts, for
- *   holders of dataset.list) and set `datasets` / `lastEntity` from it.
- * @returns an array of Project JSON, each with `verbs`. Reads only.
+ *   JSON with submission counts, from one query per batch: lib/forms/listing) and set `forms` /
+ *   `lastSubmission` from it; datasets: add datasetList (published Datasets with
+ *   entities/lastEntity/conflicts, for holders of dataset.list) and set `datasets` / `lastEntity` from it.
+ * @returns an async generator of batches of Project JSON, each with `verbs`. Reads only.
  */
 export async function listProjects(
   ctx: Ctx,
   opts: { extended: boolean; forms: boolean; datasets: boolean },
-): Promise<Array<ProjectJson & Record<string, unknown>>> {
-  if (ctx.auth.actor == null) return [];
+): Promise<AsyncGenerator<Array<ProjectJson & Record<string, unknown>>>> {
+  if (ctx.auth.actor == null) return arrayBatches([]);
   const verbs = await verbsByProject(ctx);
   const visible = [...verbs.entries()]
     .filter(([, v]) => v.has('project.read') && (v.has('form.list') || v.has('open_form.list')))
     .map(([id]) => id);
-  if (visible.length === 0) return [];
-  const rows = await ctx.db
-    .select()
-    .from(projects)
-    .where(and(inArray(projects.id, visible), isNull(projects.deletedAt)))
-    .orderBy(sql`coalesce(${projects.archived}, false)`, asc(projects.name), asc(projects.id));
-  const counts = opts.extended ? await countsFor(ctx, visible) : null;
-  // Loaded lazily: lib/forms builds on lib/projects.
-  const formLists = opts.forms
-    ? await (await import('../forms/listing')).formListsByProject(ctx, new Map(rows.map((p) => [p.id, verbs.get(p.id)!])))
-    : null;
-  const datasetLists = opts.datasets ? await (await import('../datasets')).datasetCountsByProject(ctx, rows.map((p) => p.id)) : null;
-  const out = [];
-  for (const p of rows) {
-    const formList = formLists?.get(p.id) ?? null;
-    const last = formList ? formList.reduce<string | null>((m, f) => (f.lastSubmission != null && (m == null || f.lastSubmission > m) ? f.lastSubmission : m), null) : null;
-    out.push({
-      ...projectJson(p),
-      ...(counts ? counts.get(p.id)! : {}),
-      verbs: [...verbs.get(p.id)!],
-      // The forms this actor may see, extended (the home page shows their counts); as Central, the
-      // project's `forms` and `lastSubmission` then come from that list, extended or not.
-      ...(formList ? { formList, forms: formList.length, lastSubmission: last } : {}),
-      // The Datasets the actor may list (Central: dataset.list on the project), extended, and their count.
-      ...(datasetLists ? datasetListFor(verbs.get(p.id)!, datasetLists.get(p.id)!) : {}),
-    });
-  }
-  return out;
+  if (visible.length === 0) return arrayBatches([]);
+  const ks = keyset([
+    { expr: sql`coalesce(${projects.archived}, false)`, type: 'boolean' }, { expr: projects.name, type: 'text' }, { expr: projects.id, type: 'int' },
+  ]);
+  // One parameter however many projects are visible.
+  const inVisible = sql`${projects.id} = any(${`{${visible.join(',')}}`}::int[])`;
+  const batches = keysetRead(ks, (after, limit) => ctx.db.select({ p: projects, ...ks.fields }).from(projects)
+    .where(and(inVisible, isNull(projects.deletedAt), after)).orderBy(...ks.orderBy).limit(limit));
+  return mapBatches(batches, async (batch) => {
+    const rows = batch.map((r) => r.p);
+    const ids = rows.map((p) => p.id);
+    const counts = opts.extended ? await countsFor(ctx, ids) : null;
+    // Loaded lazily: lib/forms builds on lib/projects.
+    const formLists = opts.forms
+      ? await (await import('../forms/listing')).formListsByProject(ctx, new Map(rows.map((p) => [p.id, verbs.get(p.id)!])))
+      : null;
+    const datasetLists = opts.datasets ? await (await import('../datasets')).datasetCountsByProject(ctx, ids) : null;
+    const out = [];
+    for (const p of rows) {
+      const formList = formLists?.get(p.id) ?? null;
+      const last = formList ? formList.reduce<string | null>((m, f) => (f.lastSubmission != null && (m == null || f.lastSubmission > m) ? f.lastSubmission : m), null) : null;
+      out.push({
+        ...projectJson(p),
+        ...(counts ? counts.get(p.id)! : {}),
+        verbs: [...verbs.get(p.id)!],
+        // The forms this actor may see, extended (the home page shows their counts); as Central, the
+        // project's `forms` and `lastSubmission` then come from that list, extended or not.
+        ...(formList ? { formList, forms: formList.length, lastSubmission: last } : {}),
+        // The Datasets the actor may list (Central: dataset.list on the project), extended, and their count.
+        ...(datasetLists ? datasetListFor(verbs.get(p.id)!, datasetLists.get(p.id)!) : {}),
+      });
+    }
+    return out;
+  });
 }
 
 /**
