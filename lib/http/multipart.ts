@@ -119,6 +119,37 @@ export async function parseMultipart(
     buf = buf.byteLength === 0 ? value : concatBytes([buf, value]);
     return true;
   };
+  /**
+   * `more` for a part's body, without copying the new chunk behind the held-back tail (at most a
+   * delimiter's length): when no delimiter can start in the tail, the tail is body, so it goes to
+   * the sink and the chunk becomes `buf` as it is. A 100 MB part then allocates nothing per chunk
+   * beyond the chunk itself (garbage the isolate would collect only past its external-memory
+   * threshold). Only a delimiter starting in the tail, or a chunk shorter than the delimiter,
+   * joins the two.
+   */
+  const moreBody = async (sink: PartSink): Promise<boolean> => {
+    if (ended) return false;
+    const { done, value } = await reader.read();
+    if (done) {
+      ended = true;
+      return false;
+    }
+    if (buf.byteLength === 0) {
+      buf = value;
+      return true;
+    }
+    if (value.byteLength >= delimiter.byteLength - 1) {
+      const bridge = concatBytes([buf, value.subarray(0, delimiter.byteLength - 1)]);
+      const at = indexOf(bridge, delimiter, 0);
+      if (at < 0 || at >= buf.byteLength) {
+        await sink.write(buf);
+        buf = value;
+        return true;
+      }
+    }
+    buf = concatBytes([buf, value]);
+    return true;
+  };
   try {
     // Preamble: skip to the first boundary (at the very start, or after a CRLF).
     for (let atStart = true; ;) {
@@ -178,7 +209,7 @@ export async function parseMultipart(
           await sink.write(buf.subarray(0, buf.byteLength - keep));
           buf = buf.subarray(buf.byteLength - keep);
         }
-        if (!(await more())) throw new MultipartError('Unexpected end of form');
+        if (!(await moreBody(sink))) throw new MultipartError('Unexpected end of form');
       }
     }
   } finally {
