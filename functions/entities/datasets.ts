@@ -1,6 +1,7 @@
 /** Datasets: P/datasets, D, D/properties[/{name}], D/entities.csv, D/integrity, P/trash/datasets/{id}/entities.csv. Authz in lib/datasets. */
 import { groupApp, isExtended, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
+import { jsonArrayResponse } from '../../lib/http/json-stream';
 import { attachmentResponse } from '../../lib/http/downloads';
 import { openRosaXml } from '../../lib/http/openrosa';
 import { intParam, projectId, stringParam } from '../../lib/http/params';
@@ -14,7 +15,7 @@ const D = '/v1/projects/:projectId/datasets/:name';
 
 export const datasetsRoutes = groupApp()
   .get('/v1/projects/:projectId/datasets', async (c) =>
-    c.json(await datasets.listDatasets(c.var.ctx, projectId(c), { deleted: c.req.query('deleted') === 'true', extended: isExtended(c) })))
+    jsonArrayResponse(await datasets.listDatasets(c.var.ctx, projectId(c), { deleted: c.req.query('deleted') === 'true', extended: isExtended(c) })))
   .post('/v1/projects/:projectId/datasets', async (c) =>
     c.json(await datasets.createDataset(c.var.ctx, projectId(c), await jsonBody(c))))
   .get(`${D}/entities.csv`, async (c) => {

@@ -1,6 +1,7 @@
 /** Entities of a Dataset: D/entities, E, E/versions, E/diffs, E/audits, bulk delete/restore. Authz in lib/entities. */
 import { groupApp, isExtended, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
+import { jsonArrayResponse } from '../../lib/http/json-stream';
 import { paging, projectId, stringParam } from '../../lib/http/params';
 import { actionNotes } from '../../lib/http/responses';
 import * as entities from '../../lib/entities';
@@ -11,7 +12,7 @@ const E = `${D}/entities/:uuid`;
 
 export const entitiesRoutes = groupApp()
   .get(`${D}/entities`, async (c) =>
-    c.json(await entities.listEntities(c.var.ctx, projectId(c), stringParam(c, 'name'), { deleted: c.req.query('deleted') === 'true', extended: isExtended(c) })))
+    jsonArrayResponse(await entities.listEntities(c.var.ctx, projectId(c), stringParam(c, 'name'), { deleted: c.req.query('deleted') === 'true', extended: isExtended(c) })))
   .post(`${D}/entities`, async (c) => {
     const out = await entities.createEntities(c.var.ctx, projectId(c), stringParam(c, 'name'), await jsonBody(c), c.req.header('user-agent') ?? null, actionNotes(c));
     return out.bulk ? new Response(JSON.stringify(out.json), { headers: { 'Content-Type': 'application/json; bulk' } }) : c.json(out.json);

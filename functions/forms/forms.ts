@@ -8,6 +8,7 @@ import * as attachments from '../../lib/forms/attachments';
 import * as forms from '../../lib/forms';
 import * as entityLists from '../../lib/entities/entity-lists';
 import { attachmentResponse } from '../../lib/http/downloads';
+import { jsonArrayResponse } from '../../lib/http/json-stream';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const upload = async (c: Context<AppEnv, any>) => ({
@@ -23,7 +24,7 @@ const ext = (file: string) => (file.endsWith('.xlsx') ? 'xlsx' : 'xls');
 
 export const formsRoutes = newApp()
   .get('/v1/projects/:projectId/forms', async (c) =>
-    c.json(await forms.listForms(c.var.ctx, projectId(c), { deleted: c.req.query('deleted') === 'true', extended: isExtended(c) })))
+    jsonArrayResponse(await forms.listForms(c.var.ctx, projectId(c), { deleted: c.req.query('deleted') === 'true', extended: isExtended(c) })))
   .post('/v1/projects/:projectId/forms', async (c) =>
     c.json(await forms.createForm(c.var.ctx, projectId(c), { ...(await upload(c)), publish: isTrue(c.req.query('publish')), notes: actionNotes(c) })))
   .post('/v1/projects/:projectId/forms/:formId/restore', async (c) => {

@@ -7,12 +7,13 @@ import * as forms from '../../lib/forms';
 import * as entityLists from '../../lib/entities/entity-lists';
 import { attachmentResponse } from '../../lib/http/downloads';
 import { ext } from './forms';
+import { jsonArrayResponse } from '../../lib/http/json-stream';
 
 const V = '/v1/projects/:projectId/forms/:xmlFormId/versions';
 const id = (c: { req: { param(n: string): string | undefined } }) => c.req.param('xmlFormId') ?? '';
 
 export const versionRoutes = newApp()
-  .get(V, async (c) => c.json(await forms.listVersions(c.var.ctx, projectId(c), id(c), isExtended(c))))
+  .get(V, async (c) => jsonArrayResponse(await forms.listVersions(c.var.ctx, projectId(c), id(c), isExtended(c))))
   .get(`${V}/:file{[^/]+\\.xml}`, async (c) =>
     xmlResponse((await forms.getVersion(c.var.ctx, projectId(c), id(c), stringParam(c, 'file').replace(/\.xml$/, ''))).def.xml))
   .get(`${V}/:file{[^/]+\\.xlsx?}`, async (c) => {

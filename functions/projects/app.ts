@@ -1,13 +1,14 @@
 /** Projects group: /v1/projects[/:projectId]. JSON only; rights are checked in lib/projects. */
 import { groupApp, isExtended, success } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
+import { jsonArrayResponse } from '../../lib/http/json-stream';
 import { projectId } from '../../lib/http/params';
 import { setManagedEncryption } from '../../lib/encryption';
 import * as projects from '../../lib/projects';
 
 const app = groupApp()
   .get('/v1/projects', async (c) =>
-    c.json(await projects.listProjects(c.var.ctx, {
+    jsonArrayResponse(await projects.listProjects(c.var.ctx, {
       extended: isExtended(c),
       forms: c.req.query('forms') === 'true',
       datasets: c.req.query('datasets') === 'true',

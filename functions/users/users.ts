@@ -2,11 +2,13 @@
 import type { Context } from 'hono';
 import { isExtended, newApp, success, type AppEnv } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
+import { jsonArrayResponse } from '../../lib/http/json-stream';
 import { intParam } from '../../lib/http/params';
 import { publicOrigin } from '../../lib/http/responses';
 import * as users from '../../lib/users';
 
-const list = async (c: Context<AppEnv>) => c.json(await users.listUsers(c.var.ctx, c.req.query('q')));
+// Streamed as read (issue 21).
+const list = async (c: Context<AppEnv>) => jsonArrayResponse(await users.listUsers(c.var.ctx, c.req.query('q')));
 const mail = (c: Context<AppEnv>) => ({ origin: publicOrigin(c) });
 
 export const usersRoutes = newApp()

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, isNull, max, sql } from 'drizzle-orm';
+import { and, eq, inArray, isNull, max, sql, type SQL } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import * as z from 'zod';
 import { actors, assignments, audits, fieldKeys, sessions, type ActorRow, type FieldKeyRow } from '../../drizzle/schema';
@@ -8,6 +8,8 @@ import { audit } from '../audits/log';
 import { canOrReject, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
+import { keyset, keysetRead } from '../db/keyset';
+import { mapBatches } from '../http/json-stream';
 import { forgetSessions } from '../sessions/cache';
 import { problems } from '../problem';
 import { getProjectOrNotFound, projectActee } from '../projects';
@@ -33,16 +35,28 @@ const fieldKeyActee = (a: Pick<ActorRow, 'acteeId'>, projectActeeId: string): Ac
 /** Extended App User JSON: createdBy, lastUsed (last submission by it, or null), properties (or null). */
 export type ExtendedAppUserJson = AppUserJson & { createdBy: ActorJson; lastUsed: string | null; properties: ActorPropertiesJson };
 
-/** Live App Users of a project (or the one with `actorId`), in Central's order: with a token first, newest first. */
-async function selectAppUsers(ctx: Ctx, projectId: number, actorId?: number) {
+/** Central's order of App Users: with a token first, newest first (ties by id). */
+const appUserOrder = keyset([
+  { expr: sql`(${fieldKeys.token} is not null)`, type: 'boolean', desc: true },
+  { expr: actors.createdAt, type: 'timestamptz', desc: true },
+  { expr: actors.id, type: 'int', desc: true },
+]);
+
+/**
+ * Live App Users of a project (or the one with `actorId`), in Central's order: with a token first,
+ * newest first; `page` reads one keyset batch (`after`: appUserOrder's WHERE part).
+ */
+async function selectAppUsers(ctx: Ctx, projectId: number, actorId?: number, page?: { after: SQL | undefined; limit: number }) {
   const creator = alias(actors, 'creator');
-  return ctx.db
-    .select({ a: actors, k: fieldKeys, creator })
+  const query = ctx.db
+    .select({ a: actors, k: fieldKeys, creator, ...appUserOrder.fields })
     .from(fieldKeys)
     .innerJoin(actors, eq(actors.id, fieldKeys.actorId))
     .innerJoin(creator, eq(creator.id, fieldKeys.createdBy))
-    .where(and(eq(fieldKeys.projectId, projectId), isNull(actors.deletedAt), actorId == null ? undefined : eq(fieldKeys.actorId, actorId)))
-    .orderBy(sql`(${fieldKeys.token} is not null) desc`, desc(actors.createdAt), desc(actors.id));
+    .where(and(eq(fieldKeys.projectId, projectId), isNull(actors.deletedAt), actorId == null ? undefined : eq(fieldKeys.actorId, actorId), page?.after))
+    .orderBy(...appUserOrder.orderBy)
+    .$dynamic();
+  return page ? query.limit(page.limit) : query;
 }
 
 async function extendAppUsers(ctx: Ctx, rows: Awaited<ReturnType<typeof selectAppUsers>>): Promise<ExtendedAppUserJson[]> {
@@ -59,14 +73,16 @@ async function extendAppUsers(ctx: Ctx, rows: Awaited<ReturnType<typeof selectAp
 /**
  * App Users of a project (GET P/app-users), live ones only, those with a token first, newest first.
  * Extended adds `createdBy` (Actor), `lastUsed` (last submission by it, or null) and `properties`
- * (`{ name: value }`, null when it has none).
- * @throws 404.1 unknown project; 403.1 without field_key.list.
+ * (`{ name: value }`, null when it has none). Read by keyset in batches of 1,000 (lib/db/keyset.ts),
+ * each batch's extended fields in one query each, for a streamed answer (lib/http/json-stream.ts).
+ * @returns an async generator of batches of App User JSON.
+ * @throws 404.1 unknown project; 403.1 without field_key.list (before the first batch). Reads only.
  */
-export async function listAppUsers(ctx: Ctx, projectId: number, extended: boolean): Promise<Array<AppUserJson | ExtendedAppUserJson>> {
+export async function listAppUsers(ctx: Ctx, projectId: number, extended: boolean): Promise<AsyncGenerator<Array<AppUserJson | ExtendedAppUserJson>>> {
   const project = await getProjectOrNotFound(ctx, projectId);
   await canOrReject(ctx, 'field_key.list', projectActee(project));
-  const rows = await selectAppUsers(ctx, project.id);
-  return extended ? extendAppUsers(ctx, rows) : rows.map((r) => appUserJson(r.a, r.k));
+  const rows = keysetRead(appUserOrder, (after, limit) => selectAppUsers(ctx, project.id, undefined, { after, limit }));
+  return mapBatches(rows, (b) => (extended ? extendAppUsers(ctx, b) : b.map((r) => appUserJson(r.a, r.k))));
 }
 
 async function lastUsedByActor(ctx: Ctx, ids: number[]): Promise<Map<number, string>> {

@@ -1,10 +1,12 @@
-import { and, asc, eq, inArray, isNull } from 'drizzle-orm';
+import { and, eq, isNull } from 'drizzle-orm';
 import { actors, assignments, forms, type ActorRow, type RoleRow } from '../../drizzle/schema';
 import { actorJson, findLiveActor, type ActorJson } from '../actors';
 import { audit } from '../audits/log';
 import { canOrReject, speciesActee, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
+import { keyset, keysetRead } from '../db/keyset';
+import { mapBatches } from '../http/json-stream';
 import { problems } from '../problem';
 import { formActee, getFormOrNotFound } from '../forms/queries';
 import { getProjectOrNotFound, projectActee } from '../projects';
@@ -38,34 +40,40 @@ export async function formScope(ctx: Ctx, projectId: number, xmlFormId: string):
 }
 
 /**
- * Assignments in a scope (GET /v1/assignments, P/assignments, F/assignments).
- * @returns `[{ actorId, roleId }]`, or extended `[{ actorId, roleId, actor }]` (Central's key order). @throws 403.1 without assignment.list.
+ * Assignments in a scope (GET /v1/assignments, P/assignments, F/assignments), by actor then role.
+ * Read by keyset in batches of 1,000 (lib/db/keyset.ts) for a streamed answer (lib/http/json-stream.ts).
+ * @returns an async generator of batches of `{ actorId, roleId }`, or extended `{ actorId, roleId,
+ *   actor }` (Central's key order). @throws 403.1 without assignment.list (before the first batch). Reads only.
  */
-export async function listAssignments(ctx: Ctx, scope: Scope, extended: boolean): Promise<Array<Record<string, unknown>>> {
+export async function listAssignments(ctx: Ctx, scope: Scope, extended: boolean): Promise<AsyncGenerator<Array<Record<string, unknown>>>> {
   await canOrReject(ctx, 'assignment.list', scope.actee);
-  const rows = await ctx.db
-    .select({ a: assignments, actor: actors })
+  const ks = keyset([{ expr: assignments.actorId, type: 'int' }, { expr: assignments.roleId, type: 'int' }]);
+  const rows = keysetRead(ks, (after, limit) => ctx.db
+    .select({ a: assignments, actor: actors, ...ks.fields })
     .from(assignments)
     .innerJoin(actors, eq(actors.id, assignments.actorId))
-    .where(and(eq(assignments.acteeId, scope.acteeId), isNull(actors.deletedAt)))
-    .orderBy(asc(assignments.actorId), asc(assignments.roleId));
-  return rows.map((r) => (extended ? { actorId: r.a.actorId, roleId: r.a.roleId, actor: actorJson(r.actor) } : { actorId: r.a.actorId, roleId: r.a.roleId }));
+    .where(and(eq(assignments.acteeId, scope.acteeId), isNull(actors.deletedAt), after))
+    .orderBy(...ks.orderBy).limit(limit));
+  return mapBatches(rows, (b) => b.map((r) => (extended ? { actorId: r.a.actorId, roleId: r.a.roleId, actor: actorJson(r.actor) } : { actorId: r.a.actorId, roleId: r.a.roleId })));
 }
 
 /**
- * Actors holding one role in a scope (GET …/assignments/{roleId}; roleId numeric or system name).
- * @returns ActorJson[]. @throws 404.1 unknown role; 403.1 without assignment.list.
+ * Actors holding one role in a scope (GET …/assignments/{roleId}; roleId numeric or system name), by
+ * id. Read by keyset in batches of 1,000 for a streamed answer.
+ * @returns an async generator of batches of ActorJson. @throws 404.1 unknown role; 403.1 without
+ *   assignment.list (before the first batch). Reads only.
  */
-export async function listActorsWithRole(ctx: Ctx, scope: Scope, roleIdOrSystem: string): Promise<ActorJson[]> {
+export async function listActorsWithRole(ctx: Ctx, scope: Scope, roleIdOrSystem: string): Promise<AsyncGenerator<ActorJson[]>> {
   const role = await getRoleOrNotFound(ctx, roleIdOrSystem);
   await canOrReject(ctx, 'assignment.list', scope.actee);
-  const rows = await ctx.db
-    .select({ actor: actors })
+  const ks = keyset([{ expr: actors.id, type: 'int' }]);
+  const rows = keysetRead(ks, (after, limit) => ctx.db
+    .select({ actor: actors, ...ks.fields })
     .from(assignments)
     .innerJoin(actors, eq(actors.id, assignments.actorId))
-    .where(and(eq(assignments.acteeId, scope.acteeId), eq(assignments.roleId, role.id), isNull(actors.deletedAt)))
-    .orderBy(asc(actors.id));
-  return rows.map((r) => actorJson(r.actor));
+    .where(and(eq(assignments.acteeId, scope.acteeId), eq(assignments.roleId, role.id), isNull(actors.deletedAt), after))
+    .orderBy(...ks.orderBy).limit(limit));
+  return mapBatches(rows, (b) => b.map((r) => actorJson(r.actor)));
 }
 
 async function loadGrant(ctx: Ctx, roleIdOrSystem: string, actorId: number): Promise<{ role: RoleRow; actor: ActorRow }> {
@@ -125,39 +133,30 @@ export async function revoke(ctx: Ctx, scope: Scope, roleIdOrSystem: string, act
 }
 
 /**
- * Every form assignment in a project (GET P/assignments/forms[/{roleId}]).
- * @returns `[{ actorId, xmlFormId, roleId }]`, extended `[{ actor, xmlFormId, roleId }]`.
- * @throws 404.1 unknown project or role; 403.1 without assignment.list on the project.
+ * Every form assignment in a project (GET P/assignments/forms[/{roleId}]), on live forms, by actor
+ * then role (then form). Read by keyset in batches of 1,000 (lib/db/keyset.ts) for a streamed
+ * answer (lib/http/json-stream.ts).
+ * @returns an async generator of batches of `{ actorId, xmlFormId, roleId }`, extended `{ actor, xmlFormId, roleId }`.
+ * @throws 404.1 unknown project or role; 403.1 without assignment.list on the project (before the first batch). Reads only.
  */
 export async function listFormAssignments(
   ctx: Ctx,
   projectId: number,
   roleIdOrSystem: string | null,
   extended: boolean,
-): Promise<Array<Record<string, unknown>>> {
+): Promise<AsyncGenerator<Array<Record<string, unknown>>>> {
   const scope = await projectScope(ctx, projectId);
   const role = roleIdOrSystem == null ? null : await getRoleOrNotFound(ctx, roleIdOrSystem);
   await canOrReject(ctx, 'assignment.list', scope.actee);
-  const live = await ctx.db
-    .select({ acteeId: forms.acteeId, xmlFormId: forms.xmlFormId })
-    .from(forms)
-    .where(and(eq(forms.projectId, projectId), isNull(forms.deletedAt)));
-  if (live.length === 0) return [];
-  const xmlFormIdByActee = new Map(live.map((f) => [f.acteeId, f.xmlFormId]));
-  const rows = await ctx.db
-    .select({ a: assignments, actor: actors })
+  const ks = keyset([{ expr: assignments.actorId, type: 'int' }, { expr: assignments.roleId, type: 'int' }, { expr: assignments.acteeId, type: 'text' }]);
+  const rows = keysetRead(ks, (after, limit) => ctx.db
+    .select({ a: assignments, actor: actors, xmlFormId: forms.xmlFormId, ...ks.fields })
     .from(assignments)
+    .innerJoin(forms, and(eq(forms.acteeId, assignments.acteeId), eq(forms.projectId, projectId), isNull(forms.deletedAt)))
     .innerJoin(actors, eq(actors.id, assignments.actorId))
-    .where(and(
-      inArray(assignments.acteeId, [...xmlFormIdByActee.keys()]),
-      isNull(actors.deletedAt),
-      ...(role ? [eq(assignments.roleId, role.id)] : []),
-    ))
-    .orderBy(asc(assignments.actorId), asc(assignments.roleId));
-  return rows.map((r) => {
-    const xmlFormId = xmlFormIdByActee.get(r.a.acteeId)!;
-    return extended
-      ? { actor: actorJson(r.actor), xmlFormId, roleId: r.a.roleId }
-      : { actorId: r.a.actorId, xmlFormId, roleId: r.a.roleId };
-  });
+    .where(and(isNull(actors.deletedAt), role ? eq(assignments.roleId, role.id) : undefined, after))
+    .orderBy(...ks.orderBy).limit(limit));
+  return mapBatches(rows, (b) => b.map((r) => (extended
+    ? { actor: actorJson(r.actor), xmlFormId: r.xmlFormId, roleId: r.a.roleId }
+    : { actorId: r.a.actorId, xmlFormId: r.xmlFormId, roleId: r.a.roleId })));
 }

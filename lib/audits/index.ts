@@ -5,6 +5,8 @@ import { actorJson, type ActorJson } from '../actors';
 import { canOrReject, speciesActee } from '../authz/can';
 import { species } from '../authz/verbs';
 import type { Ctx } from '../context';
+import { keyset, keysetRead } from '../db/keyset';
+import { mapBatches } from '../http/json-stream';
 import { problems } from '../problem';
 import { datasetJson } from '../datasets';
 import { projectJson } from '../projects';
@@ -77,12 +79,15 @@ async function parseTime(ctx: Ctx, field: string, value: string | undefined): Pr
 }
 
 /**
- * The server audit log (GET /v1/audits), newest first.
+ * The server audit log (GET /v1/audits), newest first (ties by id). Read by keyset in batches of
+ * 1,000 (lib/db/keyset.ts), the extended fields of each batch in one query per table, for a streamed
+ * answer (lib/http/json-stream.ts).
  * @param q action (exact, a group name, or `nonverbose`), start (inclusive) / end (exclusive) ISO timestamps,
- *   limit/offset. Extended adds `actor` and `actee` (the user, App User, project, form or Dataset acted on).
- * @throws 401.2/403.1 without audit.read; 400.11 for an unparseable start/end.
+ *   limit/offset (of the whole list). Extended adds `actor` and `actee` (the user, App User, project, form or Dataset acted on).
+ * @returns an async generator of batches of Audit JSON.
+ * @throws 401.2/403.1 without audit.read; 400.11 for an unparseable start/end (before the first batch). Reads only.
  */
-export async function listAudits(ctx: Ctx, q: AuditQuery, extended: boolean): Promise<Array<Record<string, unknown>>> {
+export async function listAudits(ctx: Ctx, q: AuditQuery, extended: boolean): Promise<AsyncGenerator<Array<Record<string, unknown>>>> {
   await canOrReject(ctx, 'audit.read', speciesActee(species.audit));
   const where: SQL[] = [];
   if (q.action === 'nonverbose') where.push(notInArray(audits.action, verboseActions));
@@ -92,11 +97,14 @@ export async function listAudits(ctx: Ctx, q: AuditQuery, extended: boolean): Pr
   const end = await parseTime(ctx, 'end', q.end);
   if (start) where.push(gte(audits.loggedAt, start));
   if (end) where.push(lt(audits.loggedAt, end)); // Central: start inclusive, end exclusive
-  let query = ctx.db.select().from(audits).where(and(...where)).orderBy(desc(audits.loggedAt), desc(audits.id)).$dynamic();
-  if (q.limit != null) query = query.limit(q.limit);
-  if (q.offset != null) query = query.offset(q.offset);
-  const rows = await query;
-  if (!extended) return rows.map(auditJson);
+  const ks = keyset([{ expr: audits.loggedAt, type: 'timestamptz', desc: true }, { expr: audits.id, type: 'bigint', desc: true }]);
+  const rows = keysetRead(ks, (after, limit, offset) => ctx.db.select({ a: audits, ...ks.fields }).from(audits)
+    .where(and(...where, after)).orderBy(...ks.orderBy).limit(limit).offset(offset), q);
+  return mapBatches(rows, (batch) => (extended ? extendAudits(ctx, batch.map((r) => r.a)) : batch.map((r) => auditJson(r.a))));
+}
+
+/** Audit JSON with `actor` and `actee` for a batch of audits, one query per kind of actee. Reads only. */
+async function extendAudits(ctx: Ctx, rows: AuditRow[]): Promise<Array<Record<string, unknown>>> {
   const actorIds = [...new Set(rows.map((r) => r.actorId).filter((x): x is number => x != null))];
   const acteeIds = [...new Set(rows.map((r) => r.acteeId).filter((x): x is string => x != null))];
   const actorRows = actorIds.length ? await ctx.db.select().from(actors).where(inArray(actors.id, actorIds)) : [];

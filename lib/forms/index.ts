@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNotNull, isNull, lt, ne, or, sql } from 'drizzle-orm';
 import * as z from 'zod';
 import {
   actees, actors, assignments, audits, formAttachments, formDefs, forms, publicLinks, sessions, submissionAttachments, submissionDefs, submissions,
@@ -9,6 +9,8 @@ import { audit } from '../audits/log';
 import { can, canOrReject } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
+import { keyset, keysetRead } from '../db/keyset';
+import { mapBatches } from '../http/json-stream';
 import { datasetDiffForDef, forgetDefinition, publishDatasets } from '../datasets';
 import { autoLinkDatasets } from '../datasets/entity-lists';
 import { datasetMissingForFormRestore, formDependsOnDeletedDataset } from '../datasets/trash';
@@ -91,29 +93,35 @@ async function versionPublishedBefore(ctx: Ctx, projectId: number, xmlFormId: st
 export const TRASH_DAYS = 30;
 
 /**
- * Forms of a project (GET P/forms). `deleted` lists the Trash instead, each with its numeric `id`
- * for restoring. Actors with only `open_form.list` (Data Collectors) see published, open or closing
- * forms. @throws 404.1 unknown project; 403.1 without form.list / open_form.list.
+ * Forms of a project (GET P/forms), by xmlFormId. `deleted` lists the Trash instead, each with its
+ * numeric `id` for restoring. Actors with only `open_form.list` (Data Collectors) see published,
+ * open or closing forms. Read by keyset in batches of 1,000 (lib/db/keyset.ts) for a streamed
+ * answer (lib/http/json-stream.ts).
+ * @returns an async generator of batches of Form JSON (extended: with the extended fields).
+ * @throws 404.1 unknown project; 403.1 without form.list / open_form.list (before the first batch). Reads only.
  */
 export async function listForms(ctx: Ctx, projectId: number, opts: { deleted: boolean; extended: boolean }) {
   const project = await getProjectOrNotFound(ctx, projectId);
   const full = await can(ctx, 'form.list', projectActee(project));
   if (!full) await canOrReject(ctx, opts.deleted ? 'form.list' : 'open_form.list', projectActee(project));
-  const rows = await ctx.db
-    .select()
+  const ks = keyset([{ expr: forms.xmlFormId, type: 'text' }, { expr: forms.id, type: 'int' }]);
+  const rows = keysetRead(ks, (after, limit) => ctx.db
+    .select({ form: forms, ...ks.fields })
     .from(forms)
-    .where(and(eq(forms.projectId, project.id), opts.deleted ? isNotNull(forms.deletedAt) : isNull(forms.deletedAt)))
-    .orderBy(asc(forms.xmlFormId), asc(forms.id));
-  const out: Array<Record<string, unknown>> = [];
-  for (const form of rows) {
-    if (!full && (form.currentDefId == null || form.state === 'closed')) continue;
-    const def = await displayedDef(ctx, form);
-    const json: Record<string, unknown> = { ...formJson(form, def) };
-    if (opts.deleted) Object.assign(json, { id: form.id, deletedAt: iso(form.deletedAt) });
-    if (opts.extended) Object.assign(json, await extendedFormFields(ctx, form, def));
-    out.push(json);
-  }
-  return out;
+    .where(and(eq(forms.projectId, project.id), opts.deleted ? isNotNull(forms.deletedAt) : isNull(forms.deletedAt),
+      full ? undefined : and(isNotNull(forms.currentDefId), ne(forms.state, 'closed')), after))
+    .orderBy(...ks.orderBy).limit(limit));
+  return mapBatches(rows, async (batch) => {
+    const out: Array<Record<string, unknown>> = [];
+    for (const { form } of batch) {
+      const def = await displayedDef(ctx, form);
+      const json: Record<string, unknown> = { ...formJson(form, def) };
+      if (opts.deleted) Object.assign(json, { id: form.id, deletedAt: iso(form.deletedAt) });
+      if (opts.extended) Object.assign(json, await extendedFormFields(ctx, form, def));
+      out.push(json);
+    }
+    return out;
+  });
 }
 
 /**
@@ -466,14 +474,17 @@ const versionFromUrl = (v: string) => (v === '___' ? '' : v);
  * Who published each definition of a form, as Central reads it: the actor of the
  * `form.update.publish` audit entry whose details name that definition (`newDefId`); a definition
  * published without such an entry (an audit log cleared, a form made by the system) has none.
+ * @param defIds the definitions asked about (a batch of the version list).
  * @returns def id → actors row. Reads only.
  */
-async function publishersOf(ctx: Ctx, form: FormRow): Promise<Map<number, typeof actors.$inferSelect>> {
+async function publishersOf(ctx: Ctx, form: FormRow, defIds: number[]): Promise<Map<number, typeof actors.$inferSelect>> {
+  if (defIds.length === 0) return new Map();
+  const newDefId = sql<number>`(${audits.details} ->> 'newDefId')::int`;
   const rows = await ctx.db
-    .select({ defId: sql<number>`(${audits.details} ->> 'newDefId')::int`, actor: actors })
+    .select({ defId: newDefId, actor: actors })
     .from(audits)
     .innerJoin(actors, eq(actors.id, audits.actorId))
-    .where(and(eq(audits.action, 'form.update.publish'), eq(audits.acteeId, form.acteeId)))
+    .where(and(eq(audits.action, 'form.update.publish'), eq(audits.acteeId, form.acteeId), inArray(newDefId, defIds)))
     .orderBy(asc(audits.id));
   return new Map(rows.filter((r) => r.defId != null).map((r) => [r.defId, r.actor]));
 }
@@ -481,25 +492,32 @@ async function publishersOf(ctx: Ctx, form: FormRow): Promise<Map<number, typeof
 /**
  * All published versions, newest first (GET F/versions). Read as the form (Central's canReadForm:
  * App Users, Data Collectors and public links too). Extended adds excelContentType, publishedBy
- * (from the audit log) and, for `form.update` holders only, publishNotes.
- * @throws 404.1; 401.2/403.1 without read rights.
+ * (from the audit log) and, for `form.update` holders only, publishNotes. Read by keyset in batches
+ * of 1,000 (lib/db/keyset.ts) for a streamed answer (lib/http/json-stream.ts).
+ * @returns an async generator of batches of Form JSON.
+ * @throws 404.1; 401.2/403.1 without read rights (before the first batch). Reads only.
  */
 export async function listVersions(ctx: Ctx, projectId: number, xmlFormId: string, extended: boolean) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canReadFormOrReject(ctx, f);
-  const defs = await publishedDefs(ctx, f.form.id);
-  if (!extended) return defs.map((d) => formJson(f.form, d));
-  const mayUpdate = await can(ctx, 'form.update', formActee(f));
-  const publishers = await publishersOf(ctx, f.form);
-  const out = [];
-  for (const d of defs) {
-    const by = publishers.get(d.id);
-    out.push({
-      ...formJson(f.form, d), ...(await extendedFormFields(ctx, f.form, d)), publishedBy: by ? actorJson(by) : null,
-      ...(mayUpdate ? { publishNotes: d.publishNotes } : {}),
-    });
-  }
-  return out;
+  // publishedDefs' order.
+  const ks = keyset([{ expr: formDefs.publishedAt, type: 'timestamptz', desc: true }, { expr: formDefs.id, type: 'int', desc: true }]);
+  const defs = keysetRead(ks, (after, limit) => ctx.db.select({ d: formDefs, ...ks.fields }).from(formDefs)
+    .where(and(eq(formDefs.formId, f.form.id), isNotNull(formDefs.publishedAt), after)).orderBy(...ks.orderBy).limit(limit));
+  const mayUpdate = extended && await can(ctx, 'form.update', formActee(f));
+  return mapBatches(defs, async (batch) => {
+    if (!extended) return batch.map(({ d }) => formJson(f.form, d));
+    const publishers = await publishersOf(ctx, f.form, batch.map(({ d }) => d.id));
+    const out = [];
+    for (const { d } of batch) {
+      const by = publishers.get(d.id);
+      out.push({
+        ...formJson(f.form, d), ...(await extendedFormFields(ctx, f.form, d)), publishedBy: by ? actorJson(by) : null,
+        ...(mayUpdate ? { publishNotes: d.publishNotes } : {}),
+      });
+    }
+    return out;
+  });
 }
 
 /**

@@ -44,6 +44,29 @@ export async function* arrayBatches<R>(rows: R[], size = 1000): AsyncGenerator<R
 }
 
 /**
+ * Maps each batch of a batch generator; `fn` may be async, so a batch can load what its rows refer
+ * to (extended metadata's actors…) in one query per batch. Batches that map to nothing are skipped.
+ * Stopping the result stops the source. @returns an async generator of the mapped batches.
+ */
+export async function* mapBatches<R, T>(batches: AsyncGenerator<R[]>, fn: (batch: R[]) => T[] | Promise<T[]>): AsyncGenerator<T[]> {
+  try {
+    for await (const b of batches) {
+      const out = await fn(b);
+      if (out.length > 0) yield out;
+    }
+  } finally {
+    await batches.return(undefined);
+  }
+}
+
+/** Every row of a batch generator in one array (callers that need the whole list, and tests). */
+export async function collectBatches<R>(batches: AsyncGenerator<R[]>): Promise<R[]> {
+  const out: R[] = [];
+  for await (const b of batches) out.push(...b);
+  return out;
+}
+
+/**
  * A JSON array as a byte stream: `[`, each batch's elements (as `render` maps them) separated by
  * commas, `]`; one chunk per batch, pulled as the client reads. The first batch has been read by
  * the time this resolves. `serialized`: `render` gives JSON texts already (SQL-built rows), sent as

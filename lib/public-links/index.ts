@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import { and, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import * as z from 'zod';
 import { actors, assignments, publicLinks, sessions, type ActorRow, type PublicLinkRow } from '../../drizzle/schema';
@@ -7,6 +7,8 @@ import { actorJson, insertActor, type ActorJson } from '../actors';
 import { audit } from '../audits/log';
 import { canOnFormOrReject, getFormOrNotFound, type LoadedForm } from '../forms/queries';
 import { withTx, type Ctx } from '../context';
+import { keyset, keysetRead } from '../db/keyset';
+import { mapBatches } from '../http/json-stream';
 import { problems } from '../problem';
 import { getRoleOrNotFound } from '../roles';
 import { createSession, forgetSessions, NEVER } from '../sessions';
@@ -39,17 +41,27 @@ const linkJson = (r: Pick<Row, 'a' | 'l' | 'live'>): PublicLinkJson => ({
   token: r.live ? r.l.token : null,
 });
 
-/** Live links of a form (or one of them), those with a session first, newest first (Central's order). */
-async function selectLinks(ctx: Ctx, formId: number, actorId?: number): Promise<Row[]> {
+const liveLink = sql<boolean>`exists (select 1 from ${sessions} where ${sessions.actorId} = ${publicLinks.actorId})`;
+/** Central's order of links: with a session first, newest first (ties by id). */
+const linkOrder = keyset([
+  { expr: liveLink, type: 'boolean', desc: true }, { expr: actors.createdAt, type: 'timestamptz', desc: true }, { expr: actors.id, type: 'int', desc: true },
+]);
+
+/**
+ * Live links of a form (or one of them), those with a session first, newest first (Central's
+ * order); `page` reads one keyset batch (`after`: linkOrder's WHERE part).
+ */
+async function selectLinks(ctx: Ctx, formId: number, actorId?: number, page?: { after: SQL | undefined; limit: number }): Promise<Row[]> {
   const creator = alias(actors, 'creator');
-  const live = sql<boolean>`exists (select 1 from ${sessions} where ${sessions.actorId} = ${publicLinks.actorId})`;
-  return ctx.db
-    .select({ a: actors, l: publicLinks, live, creator })
+  const query = ctx.db
+    .select({ a: actors, l: publicLinks, live: liveLink, creator, ...linkOrder.fields })
     .from(publicLinks)
     .innerJoin(actors, eq(actors.id, publicLinks.actorId))
     .innerJoin(creator, eq(creator.id, publicLinks.createdBy))
-    .where(and(eq(publicLinks.formId, formId), isNull(actors.deletedAt), actorId == null ? undefined : eq(publicLinks.actorId, actorId)))
-    .orderBy(sql`${live} desc`, desc(actors.createdAt), desc(actors.id));
+    .where(and(eq(publicLinks.formId, formId), isNull(actors.deletedAt), actorId == null ? undefined : eq(publicLinks.actorId, actorId), page?.after))
+    .orderBy(...linkOrder.orderBy)
+    .$dynamic();
+  return page ? query.limit(page.limit) : query;
 }
 
 async function extendLinks(ctx: Ctx, rows: Row[]): Promise<ExtendedPublicLinkJson[]> {
@@ -65,17 +77,20 @@ async function getLinkOrNotFound(ctx: Ctx, f: LoadedForm, actorId: number): Prom
 
 /**
  * Public links of a form (GET F/public-links), live ones only, with a token first, newest first.
- * Extended adds `createdBy` and `properties`.
- * @throws 404.1 unknown project or form; 401.2/403.1 without public_link.list on the form. Reads only.
+ * Extended adds `createdBy` and `properties`. Read by keyset in batches of 1,000 (lib/db/keyset.ts),
+ * each batch's properties in one query, for a streamed answer (lib/http/json-stream.ts).
+ * @returns an async generator of batches of public link JSON.
+ * @throws 404.1 unknown project or form; 401.2/403.1 without public_link.list on the form (before
+ *   the first batch). Reads only.
  */
 export async function listPublicLinks(
   ctx: Ctx,
   input: { projectId: number; xmlFormId: string; extended: boolean },
-): Promise<Array<PublicLinkJson | ExtendedPublicLinkJson>> {
+): Promise<AsyncGenerator<Array<PublicLinkJson | ExtendedPublicLinkJson>>> {
   const f = await getFormOrNotFound(ctx, input.projectId, input.xmlFormId);
   await canOnFormOrReject(ctx, 'public_link.list', f);
-  const rows = await selectLinks(ctx, f.form.id);
-  return input.extended ? extendLinks(ctx, rows) : rows.map(linkJson);
+  const rows = keysetRead(linkOrder, (after, limit) => selectLinks(ctx, f.form.id, undefined, { after, limit }));
+  return mapBatches(rows, (b) => (input.extended ? extendLinks(ctx, b) : b.map(linkJson)));
 }
 
 /**

@@ -7,6 +7,8 @@ import { audit } from '../audits/log';
 import { can, canOrReject, requireActor, speciesActee, verbsOn, type ActeeRef } from '../authz/can';
 import { species } from '../authz/verbs';
 import { withTx, type Ctx } from '../context';
+import { keyset, keysetRead } from '../db/keyset';
+import { arrayBatches, mapBatches } from '../http/json-stream';
 import { composeMail, sendAfterCommit, type MailMessage } from '../mail';
 import { getRoleOrNotFound } from '../roles';
 import { createSession } from '../sessions';
@@ -126,26 +128,33 @@ export async function createUser(ctx: Ctx, body: unknown, mail?: MailOrigin): Pr
  * needed (others get `[]`): all live users by email, or with `q` those whose display name or email
  * contains it (LIKE wildcards in `q` taken literally) or resembles it (pg_trgm word_similarity +
  * similarity above 0.5, so "chelsea getodk" finds every getodk.org address), most similar first.
- * @returns UserJson[]. @throws 403.1 for anonymous requests (the app answers 401.2 before). Reads only.
+ * Read by keyset in batches (lib/db/keyset.ts), for a streamed answer (lib/http/json-stream.ts);
+ * ties broken by actor id.
+ * @returns an async generator of batches of UserJson. @throws 403.1 for anonymous requests (the app
+ *   answers 401.2 before), before the first batch. Reads only.
  */
-export async function listUsers(ctx: Ctx, q?: string): Promise<UserJson[]> {
+export async function listUsers(ctx: Ctx, q?: string): Promise<AsyncGenerator<UserJson[]>> {
   if (ctx.auth.actor == null && !ctx.system) throw problems.user.insufficientRights();
   if (q != null && q !== '') {
     const exact = await findUserByEmail(ctx, q);
-    if (exact) return [userJson(exact.actor, exact.user)];
+    if (exact) return arrayBatches([userJson(exact.actor, exact.user)]);
   }
-  if (!(await can(ctx, 'user.list', speciesActee(species.user)))) return [];
-  const base = ctx.db.select({ actor: actors, user: users }).from(users).innerJoin(actors, eq(actors.id, users.actorId));
+  if (!(await can(ctx, 'user.list', speciesActee(species.user)))) return arrayBatches([]);
   const live = and(eq(users.deleted, false), isNull(actors.deletedAt));
-  if (q == null || q === '') return (await base.where(live).orderBy(asc(users.email))).map((r) => userJson(r.actor, r.user));
+  const search = q != null && q !== '';
   const score = sql`greatest(
-    word_similarity(${actors.displayName}, ${q}::text) + similarity(${actors.displayName}, ${q}::text),
-    word_similarity(${users.email}, ${q}::text) + similarity(${users.email}, ${q}::text))`;
-  const pattern = `%${escapeLike(q)}%`;
-  const rows = await base
-    .where(and(live, or(sql`${score} > 0.5`, ilike(users.email, pattern), ilike(actors.displayName, pattern))))
-    .orderBy(desc(score), asc(users.email));
-  return rows.map((r) => userJson(r.actor, r.user));
+    word_similarity(${actors.displayName}, ${q ?? ''}::text) + similarity(${actors.displayName}, ${q ?? ''}::text),
+    word_similarity(${users.email}, ${q ?? ''}::text) + similarity(${users.email}, ${q ?? ''}::text))`;
+  const pattern = `%${escapeLike(q ?? '')}%`;
+  const where = search ? and(live, or(sql`${score} > 0.5`, ilike(users.email, pattern), ilike(actors.displayName, pattern))) : live;
+  const ks = keyset([
+    ...(search ? [{ expr: score, type: 'real' as const, desc: true }] : []),
+    { expr: users.email, type: 'text' }, { expr: actors.id, type: 'int' },
+  ]);
+  const rows = keysetRead(ks, (after, limit, offset) =>
+    ctx.db.select({ actor: actors, user: users, ...ks.fields }).from(users).innerJoin(actors, eq(actors.id, users.actorId))
+      .where(and(where, after)).orderBy(...ks.orderBy).limit(limit).offset(offset));
+  return mapBatches(rows, (b) => b.map((r) => userJson(r.actor, r.user)));
 }
 
 // LIKE's default escape character is the backslash: escape it first, then the wildcards.

@@ -1,0 +1,264 @@
+/**
+ * Every unpaged list streams (issue 21): users, App Users, forms, form versions, audits, entities,
+ * Datasets, projects, public links and assignments are read by keyset in batches
+ * (lib/db/keyset.ts) and written as read (lib/http/json-stream.ts). For each list, seeded past
+ * several batches: the answer streamed over real HTTP in batches of 1,000, and read in batches of 7
+ * (hundreds of keyset boundaries), is the very answer of the list read in one query (the whole
+ * list in memory, as before streaming): the same rows, order and JSON; plain and extended. A
+ * failure after the first byte breaks the response off instead of ending a valid-looking array.
+ */
+import { readFileSync } from 'node:fs';
+import { sql } from 'drizzle-orm';
+import { afterEach, describe, expect, test } from 'vitest';
+import { listBatch } from '../../../lib/db/keyset';
+import { fixtureUsers } from '../../fixtures/users';
+import { harness, json, type Harness } from '../../helpers/harness';
+
+const fixture = (path: string) => readFileSync(new URL(`../../../../shared/fixtures/${path}`, import.meta.url), 'utf8');
+const central = (path: string) => JSON.parse(fixture(`central-outputs/${path}`)) as Record<string, unknown>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+type Who = 'alice' | 'bob';
+
+afterEach(() => {
+  listBatch.rows = 1000;
+});
+
+/**
+ * GETs a list three ways and checks they agree: in one query (batch size above the list: the
+ * in-memory answer), in batches of 7 through the route table, and in batches of 1,000 streamed over
+ * a real HTTP server (the body read chunk by chunk). @returns the list.
+ */
+async function sameAsWhole(h: Harness, base: string, path: string, as: Who, headers: Record<string, string> = {}): Promise<Json[]> {
+  listBatch.rows = 1_000_000;
+  const wholeRes = await h.get(path, { as, headers });
+  expect(wholeRes.status).toBe(200);
+  const whole = await json<Json[]>(wholeRes);
+  listBatch.rows = 7;
+  const small = await json<Json[]>(await h.get(path, { as, headers }));
+  expect(small).toEqual(whole);
+  listBatch.rows = 1000;
+  // A fresh connection each time: PGlite blocks the event loop, so a kept-alive one can pass the server's keep-alive timeout unseen.
+  const res = await fetch(`${base}${path}`, { headers: { Authorization: `Bearer ${fixtureUsers[as].token}`, Connection: 'close', ...headers } });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+  const text = await res.text();
+  expect(JSON.parse(text)).toEqual(whole);
+  // Byte for byte what c.json wrote before (JSON.stringify of the array).
+  expect(text).toBe(JSON.stringify(whole));
+  return whole;
+}
+
+/** Inserts `n` actors of a type (display names `${prefix}${g}`, created in 100 distinct microsecond times so many tie), returning nothing. */
+const actorsSql = (type: string, prefix: string, n: number) => sql`
+  with g as (select g, gen_random_uuid()::text as actee from generate_series(1, ${n}) g),
+  a as (insert into actees (id, species) select actee, ${type} from g returning 1)
+  insert into actors (type, display_name, actee_id, created_at)
+  select ${type}, ${prefix} || g, actee, now() - (g % 100) * interval '1.001 ms' from g`;
+
+describe('streamed lists match the whole list', () => {
+  test('GET /v1/users (3,000), with q (trigram score, mixed directions); a user without user.list still gets []', async () => {
+    const h = await harness();
+    const n = 3000;
+    await h.db.execute(actorsSql('user', 'Streamed User ', n));
+    await h.db.execute(sql`insert into users (actor_id, email)
+      select id, 'u' || lpad((id % 997)::text, 4, '0') || '.' || id || '@example.org' from actors where display_name like 'Streamed User %'`);
+    const base = await h.listen();
+    const list = await sameAsWhole(h, base, '/v1/users', 'alice');
+    expect(list).toHaveLength(n + 3);
+    expect(Object.keys(list[0])).toEqual(['email', 'lastLoginAt', 'id', 'type', 'displayName', 'createdAt', 'updatedAt', 'deletedAt']);
+    expect(list[1500]).toEqual(await json(await h.get(`/v1/users/${list[1500].id}`, { as: 'alice' })));
+    const found = await sameAsWhole(h, base, '/v1/users?q=u0100', 'alice');
+    expect(found.length).toBeGreaterThan(3);
+    // Every address holding it, and others that resemble it (trigram similarity).
+    expect(found.filter((u: Json) => u.email.includes('u0100'))).toHaveLength(list.filter((u: Json) => u.email.includes('u0100')).length);
+    expect(await sameAsWhole(h, base, `/v1/users?q=${encodeURIComponent(list[5].email)}`, 'alice')).toEqual([list[5]]);
+    expect(await json(await h.get('/v1/users', { as: 'chelsea' }))).toEqual([]);
+  }, 180_000);
+
+  test('GET P/app-users (2,500, half without a token), plain and extended', async () => {
+    const h = await harness();
+    await h.db.execute(actorsSql('field_key', 'Streamed Device ', 2500));
+    await h.db.execute(sql`insert into field_keys (actor_id, project_id, created_by, token)
+      select id, ${h.projectId}, ${h.ids.bob}, case when id % 2 = 0 then md5(id::text) end from actors where display_name like 'Streamed Device %'`);
+    const base = await h.listen();
+    const P = `/v1/projects/${h.projectId}`;
+    const list = await sameAsWhole(h, base, `${P}/app-users`, 'bob');
+    expect(list).toHaveLength(2500);
+    expect(list.findIndex((a: Json) => a.token == null)).toBe(1250);
+    const ext = await sameAsWhole(h, base, `${P}/app-users`, 'bob', { 'X-Extended-Metadata': 'true' });
+    expect(ext[2000]).toEqual(await json(await h.get(`${P}/app-users/${ext[2000].id}`, { as: 'bob', headers: { 'X-Extended-Metadata': 'true' } })));
+    expect((await h.get(`${P}/app-users`, { as: 'chelsea' })).status).toBe(403);
+  }, 180_000);
+
+  test('GET /v1/audits (2,500 more), with limit/offset across batches, an action filter, extended', async () => {
+    const h = await harness();
+    await h.db.execute(sql`insert into audits (actor_id, action, actee_id, details, logged_at)
+      select case when g % 3 = 0 then ${h.ids.bob}::int end, case when g % 2 = 0 then 'user.update' else 'project.update' end,
+        (select actee_id from projects where id = ${h.projectId}), jsonb_build_object('g', g), now() - (g % 50) * interval '1 second'
+      from generate_series(1, 2500) g`);
+    const base = await h.listen();
+    const all = await sameAsWhole(h, base, '/v1/audits', 'alice');
+    expect(all.length).toBeGreaterThanOrEqual(2500);
+    const page = await sameAsWhole(h, base, '/v1/audits?offset=5&limit=2003', 'alice');
+    expect(page).toEqual(all.slice(5, 2008));
+    expect(await sameAsWhole(h, base, '/v1/audits?offset=2490&limit=5', 'alice')).toEqual(all.slice(2490, 2495));
+    const users = await sameAsWhole(h, base, '/v1/audits?action=user.update', 'alice');
+    expect(users.length).toBeGreaterThanOrEqual(1250);
+    const ext = await sameAsWhole(h, base, '/v1/audits?limit=1500', 'alice', { 'X-Extended-Metadata': 'true' });
+    expect(Object.keys(ext[0])).toEqual(['actorId', 'action', 'acteeId', 'details', 'loggedAt', 'notes', 'actor', 'actee']);
+    expect((await h.get('/v1/audits', { as: 'bob' })).status).toBe(403);
+  }, 180_000);
+
+  test('GET D/entities (2,500 from one bulk create: one created time), plain, extended and deleted', async () => {
+    const h = await harness();
+    const P = `/v1/projects/${h.projectId}`;
+    expect((await h.post(`${P}/forms?publish=true`, { as: 'alice', body: fixture('forms/simpleEntity.xml'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    const list = Array.from({ length: 2500 }, (_, i) => ({ label: `Person ${i}`, data: { first_name: `n${i}` } }));
+    expect((await h.post(`${P}/datasets/people/entities`, { as: 'alice', body: { entities: list, source: { name: 'people.csv', size: 1 } } })).status).toBe(200);
+    const base = await h.listen();
+    const D = `${P}/datasets/people`;
+    const all = await sameAsWhole(h, base, `${D}/entities`, 'bob');
+    expect(all).toHaveLength(2500);
+    const one = await json(await h.get(`${D}/entities/${all[1200].uuid}`, { as: 'bob' }));
+    expect(all[1200].currentVersion).toMatchObject({ label: one.currentVersion.label, version: 1 });
+    const ext = await sameAsWhole(h, base, `${D}/entities`, 'bob', { 'X-Extended-Metadata': 'true' });
+    expect(ext[2499].creator).toMatchObject({ id: h.ids.alice });
+    expect((await h.post(`${D}/entities/bulk-delete`, { as: 'alice', body: { ids: all.slice(0, 1100).map((e: Json) => e.uuid) } })).status).toBe(200);
+    expect(await sameAsWhole(h, base, `${D}/entities?deleted=true`, 'bob')).toHaveLength(1100);
+  }, 180_000);
+
+  test('GET P/datasets (1,200, names from SQL), plain and extended', async () => {
+    const h = await harness();
+    await h.db.execute(sql`with g as (select g, gen_random_uuid()::text as actee from generate_series(1, 1200) g),
+      a as (insert into actees (id, species) select actee, 'dataset' from g returning 1)
+      insert into datasets (project_id, name, actee_id, published_at) select ${h.projectId}, 'ds' || (g * 7919 % 1200), actee, now() from g`);
+    const base = await h.listen();
+    const P = `/v1/projects/${h.projectId}`;
+    expect(await sameAsWhole(h, base, `${P}/datasets`, 'bob')).toHaveLength(1200);
+    const ext = await sameAsWhole(h, base, `${P}/datasets`, 'bob', { 'X-Extended-Metadata': 'true' });
+    expect(ext[0]).toMatchObject({ entities: 0, lastEntity: null, conflicts: 0 });
+  }, 180_000);
+
+  test('GET /v1/projects (1,200, archived and repeated names), plain, extended, ?forms=true&datasets=true', async () => {
+    const h = await harness();
+    await h.db.execute(sql`with g as (select g, gen_random_uuid()::text as actee from generate_series(1, 1200) g),
+      a as (insert into actees (id, species) select actee, 'project' from g returning 1)
+      insert into projects (name, archived, actee_id) select 'Project ' || (g % 300), case g % 3 when 0 then true when 1 then false end, actee from g`);
+    const base = await h.listen();
+    const list = await sameAsWhole(h, base, '/v1/projects', 'alice');
+    expect(list.length).toBeGreaterThanOrEqual(1201);
+    expect(list.findIndex((p: Json) => p.archived === true)).toBe(list.length - 400);
+    await sameAsWhole(h, base, '/v1/projects', 'alice', { 'X-Extended-Metadata': 'true' });
+    await sameAsWhole(h, base, '/v1/projects?forms=true&datasets=true', 'alice');
+    // bob sees his one project only.
+    expect((await sameAsWhole(h, base, '/v1/projects', 'bob')).map((p: Json) => p.id)).toEqual([h.projectId]);
+  }, 180_000);
+
+  test('GET P/forms (1,100 copies of a published form, some in the Trash), GET F/versions (1,100 versions), extended', async () => {
+    const h = await harness();
+    const P = `/v1/projects/${h.projectId}`;
+    expect((await h.post(`${P}/forms?publish=true`, { as: 'bob', body: fixture('forms/simple.xml'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    await h.db.execute(sql`
+      with src as (select f.*, d.id as def_id from forms f join form_defs d on d.id = f.current_def_id where f.xml_form_id = 'simple' and f.project_id = ${h.projectId}),
+      g as (select g, gen_random_uuid()::text as actee from generate_series(1, 1100) g),
+      a as (insert into actees (id, species, parent) select actee, 'form', (select actee_id from projects where id = ${h.projectId}) from g returning 1),
+      f as (insert into forms (project_id, xml_form_id, actee_id, created_by, deleted_at)
+        select src.project_id, 'copy' || (g * 7 % 1100), actee, src.created_by, case when g % 10 = 0 then now() end from g, src returning id)
+      insert into form_defs (form_id, xml, name, version, hash, sha, sha256, fields, datasets, created_at, published_at)
+      select f.id, d.xml, d.name, d.version, d.hash, d.sha, d.sha256, d.fields, d.datasets, now(), now() from f, src join form_defs d on d.id = src.def_id`);
+    await h.db.execute(sql`update forms f set current_def_id = d.id from form_defs d where d.form_id = f.id and f.current_def_id is null and f.xml_form_id like 'copy%'`);
+    // 1,100 more published versions of 'simple', 100 distinct publish times.
+    await h.db.execute(sql`insert into form_defs (form_id, xml, name, version, hash, sha, sha256, fields, datasets, published_at, published_by, publish_notes)
+      select d.form_id, d.xml, d.name, 'v' || g, d.hash, d.sha, d.sha256, d.fields, d.datasets, now() - (1 + g % 100) * interval '1 minute', ${h.ids.bob}::int, 'note ' || g
+      from generate_series(1, 1100) g, forms f join form_defs d on d.id = f.current_def_id where f.xml_form_id = 'simple' and f.project_id = ${h.projectId}`);
+    const base = await h.listen();
+    const forms = await sameAsWhole(h, base, `${P}/forms`, 'bob');
+    expect(forms).toHaveLength(991);
+    expect(Object.keys(forms[0])).toEqual(Object.keys(central('simple/api/form.json')));
+    expect(forms[500]).toEqual(await json(await h.get(`${P}/forms/${forms[500].xmlFormId}`, { as: 'bob' })));
+    await sameAsWhole(h, base, `${P}/forms`, 'bob', { 'X-Extended-Metadata': 'true' });
+    expect(await sameAsWhole(h, base, `${P}/forms?deleted=true`, 'bob')).toHaveLength(110);
+    const versions = await sameAsWhole(h, base, `${P}/forms/simple/versions`, 'bob');
+    expect(versions).toHaveLength(1101);
+    expect(versions[0].version).toBe('');
+    const ext = await sameAsWhole(h, base, `${P}/forms/simple/versions`, 'bob', { 'X-Extended-Metadata': 'true' });
+    expect(ext[1]).toMatchObject({ publishNotes: expect.stringMatching(/^note /) });
+    expect((await h.get(`${P}/forms`, { as: 'chelsea' })).status).toBe(403);
+  }, 240_000);
+
+  test('GET F/public-links (1,100, half revoked) and the assignment lists (1,100 actors; form assignments on 3 forms)', async () => {
+    const h = await harness();
+    const P = `/v1/projects/${h.projectId}`;
+    expect((await h.post(`${P}/forms?publish=true`, { as: 'bob', body: fixture('forms/simple.xml'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    await h.db.execute(actorsSql('public_link', 'Streamed Link ', 1100));
+    await h.db.execute(sql`insert into public_links (actor_id, form_id, created_by, once, token)
+      select a.id, f.id, ${h.ids.bob}, a.id % 3 = 0, md5(a.id::text) from actors a, forms f
+      where a.display_name like 'Streamed Link %' and f.xml_form_id = 'simple' and f.project_id = ${h.projectId}`);
+    await h.db.execute(sql`insert into sessions (token_hash, actor_id, csrf, expires_at)
+      select md5('s' || id), id, 'x', now() + interval '1 day' from actors where display_name like 'Streamed Link %' and id % 2 = 0`);
+    await h.db.execute(actorsSql('field_key', 'Streamed Assignee ', 1100));
+    await h.db.execute(sql`insert into assignments (actor_id, role_id, actee_id)
+      select a.id, r.id, (select actee_id from projects where id = ${h.projectId}) from actors a, roles r
+      where a.display_name like 'Streamed Assignee %' and r.system in ('app-user', 'viewer') and (r.system = 'app-user' or a.id % 5 = 0)`);
+    for (const id of ['simple2', 'simple3']) {
+      const xml = fixture('forms/simple.xml').replace('id="simple"', `id="${id}"`);
+      expect((await h.post(`${P}/forms?publish=true`, { as: 'bob', body: xml, headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    }
+    await h.db.execute(sql`insert into assignments (actor_id, role_id, actee_id)
+      select a.id, r.id, f.actee_id from actors a, roles r, forms f
+      where a.display_name like 'Streamed Assignee %' and r.system = 'app-user' and f.project_id = ${h.projectId} and f.xml_form_id like 'simple%'`);
+    const base = await h.listen();
+    const F = `${P}/forms/simple`;
+    const links = await sameAsWhole(h, base, `${F}/public-links`, 'bob');
+    expect(links).toHaveLength(1100);
+    expect(links.findIndex((l: Json) => l.token == null)).toBe(550);
+    const extLinks = await sameAsWhole(h, base, `${F}/public-links`, 'bob', { 'X-Extended-Metadata': 'true' });
+    expect(extLinks[700]).toEqual(await json(await h.get(`${F}/public-links/${extLinks[700].id}`, { as: 'bob', headers: { 'X-Extended-Metadata': 'true' } })));
+    const assigned = await sameAsWhole(h, base, `${P}/assignments`, 'bob');
+    expect(assigned.length).toBeGreaterThanOrEqual(1320);
+    await sameAsWhole(h, base, `${P}/assignments`, 'bob', { 'X-Extended-Metadata': 'true' });
+    expect(await sameAsWhole(h, base, `${P}/assignments/app-user`, 'bob')).toHaveLength(1100);
+    const onForms = await sameAsWhole(h, base, `${P}/assignments/forms`, 'bob');
+    expect(onForms.length).toBeGreaterThanOrEqual(3300);
+    expect(await sameAsWhole(h, base, `${P}/assignments/forms/app-user`, 'bob', { 'X-Extended-Metadata': 'true' })).toHaveLength(onForms.length);
+    expect(await sameAsWhole(h, base, `${F}/assignments`, 'bob')).toHaveLength(1100);
+    await sameAsWhole(h, base, '/v1/assignments', 'alice', { 'X-Extended-Metadata': 'true' });
+  }, 240_000);
+});
+
+describe('a failure while streaming', () => {
+  test('a list that fails after its first batch errors its body stream (no closing bracket): the server then breaks the connection off', async () => {
+    const h = await harness();
+    await h.db.execute(actorsSql('user', 'Streamed User ', 3500));
+    await h.db.execute(sql`insert into users (actor_id, email) select id, 'u' || id || '@example.org' from actors where display_name like 'Streamed User %'`);
+    // Through the route table in process: the body is pulled only as it is read here, so the failure lands mid-list.
+    const res = await h.get('/v1/users', { as: 'alice' });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const dec = new TextDecoder();
+    let text = dec.decode((await reader.read()).value!);
+    expect(text.startsWith('[{"email":')).toBe(true);
+    // The table goes away under the list: the batch after the one read ahead fails.
+    await h.db.execute(sql`alter table users rename to users_gone`);
+    let failure: unknown = null;
+    try {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) text += dec.decode(r.value);
+    } catch (err) {
+      failure = err;
+    }
+    expect(String(failure)).toMatch(/users/);
+    expect(text.length).toBeGreaterThan(1000);
+    expect(text.endsWith(']')).toBe(false);
+    expect(() => JSON.parse(text)).toThrow();
+  }, 120_000);
+
+  test('a failure in the first batch is still a Problem (no 200)', async () => {
+    const h = await harness();
+    await h.db.execute(sql`alter table field_keys rename to field_keys_gone`);
+    const res = await h.get(`/v1/projects/${h.projectId}/app-users`, { as: 'bob' });
+    expect(res.status).toBe(500);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await res.json()).toMatchObject({ message: 'Internal Server Error' });
+  });
+});
