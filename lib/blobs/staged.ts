@@ -97,7 +97,8 @@ export function stagePart(
   };
   const writeUpload = async (chunk: Uint8Array) => {
     await writer!.ready;
-    // The parser's chunk may be a view it reuses; the upload copies into its own part buffer.
+    // The parser never writes into a chunk it handed on (lib/http/multipart.ts PartSink), so the
+    // upload may hold the view itself until its part is sent (lib/blobs/s3-fetch.ts does).
     await writer!.write(chunk);
   };
   return {

@@ -24,7 +24,10 @@ export interface PartHead {
   contentType: string | null;
 }
 
-/** Receives one part's body: `write` per chunk (awaited: backpressure), then `end`. */
+/**
+ * Receives one part's body: `write` per chunk (awaited: backpressure), then `end`. Chunks are views
+ * of the body's own chunks, never written to after they are handed on: a sink may keep them.
+ */
 export interface PartSink {
   write(chunk: Uint8Array): void | Promise<void>;
   end(): void | Promise<void>;
