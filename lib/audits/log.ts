@@ -8,6 +8,7 @@ import type { Ctx } from '../context';
  * @param acteeId what was acted on (its actee id), or null.
  * @param details JSON details as Central records them, or null.
  * @param notes X-Action-Notes, when the endpoint takes it.
+ * @returns the new audit's id (a job it triggers can name it as its source).
  * Effects: inserts into `audits`. Actor is null for system work (CLI).
  */
 export async function audit(
@@ -17,12 +18,13 @@ export async function audit(
   acteeId: string | null,
   details: unknown,
   notes?: string | null,
-): Promise<void> {
-  await tx.db.insert(audits).values({
+): Promise<number> {
+  const [row] = await tx.db.insert(audits).values({
     actorId: ctx.system ? null : (ctx.auth.actor?.id ?? null),
     action,
     acteeId,
     details: details ?? null,
     notes: notes ?? null,
-  });
+  }).returning({ id: audits.id });
+  return row!.id;
 }

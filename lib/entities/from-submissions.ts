@@ -13,6 +13,8 @@ import {
   submissions, type DatasetRow, type EntityDefRow, type EntityRow,
 } from '../../drizzle/schema';
 import type { Ctx } from '../context';
+import type { Db } from '../db/client';
+import { prepared } from '../db/prepared';
 import { enqueueJob, registerJobHandler } from '../jobs';
 import { Problem, problems } from '../problem';
 import { parseSubmission } from '../xforms/parse-submission';
@@ -96,23 +98,17 @@ export async function processSubmissionEvent(tx: Ctx, ev: SubmissionEvent): Prom
 }
 
 async function processInner(tx: Ctx, ev: SubmissionEvent): Promise<void> {
-  const [row] = await tx.db.select({ sub: submissions, def: submissionDefs, form: forms, formDef: formDefs }).from(submissionDefs)
-    .innerJoin(submissions, eq(submissions.id, submissionDefs.submissionId))
-    .innerJoin(forms, eq(forms.id, submissions.formId))
-    .innerJoin(formDefs, eq(formDefs.id, submissionDefs.formDefId))
-    .where(and(eq(submissionDefs.id, ev.submissionDefId), isNull(forms.deletedAt)));
+  // One round trip for everything known before the XML is read (every approval and every entity
+  // submission comes here): the submission and its version, the form's project and actee, the
+  // definition's declarations and fields (not its XML), whether the submission already made an
+  // entity version or waits in the backlog, the definition's Dataset links and the live Datasets
+  // it declares.
+  const [row] = await preludeQuery(tx.db).execute({ defId: ev.submissionDefId });
   if (!row || row.sub.draft || row.sub.deletedAt != null || row.def.encrypted) return;
-  // A submission already used for an entity version is not processed again.
-  const [used] = await tx.db.select({ id: entityDefs.id }).from(entityDefs)
-    .innerJoin(entityDefSources, eq(entityDefSources.id, entityDefs.sourceId))
-    .innerJoin(submissionDefs, eq(submissionDefs.id, entityDefSources.submissionDefId))
-    .where(eq(submissionDefs.submissionId, row.sub.id)).limit(1);
-  if (used) return;
-  // A submission held in the backlog waits for its predecessor (or the force run) to requeue it.
-  const [held] = await tx.db.select({ id: entitySubmissionBacklog.id }).from(entitySubmissionBacklog)
-    .where(eq(entitySubmissionBacklog.submissionId, row.sub.id)).limit(1);
-  if (held) return;
-  const links = await tx.db.select().from(datasetFormDefs).where(eq(datasetFormDefs.formDefId, row.formDef.id));
+  // A submission already used for an entity version is not processed again; one held in the
+  // backlog waits for its predecessor (or the force run) to requeue it.
+  if (row.used || row.held) return;
+  const links = row.links ?? [];
   if (links.length === 0 || row.formDef.datasets.length === 0) return;
 
   const parsed = parseSubmission(row.def.xml, row.formDef.fields);
@@ -120,9 +116,12 @@ async function processInner(tx: Ctx, ev: SubmissionEvent): Promise<void> {
   const found = parsed.entities.filter((e) => declared.some((d) => d.entityPath === e.path));
   if (found.length === 0) return;
   const names = [...new Set(found.map((e) => e.dataset).filter((x): x is string => !!x))];
-  const dsRows = names.length === 0 ? [] : await tx.db.select().from(datasets).where(and(
-    eq(datasets.projectId, row.form.projectId), inArray(datasets.name, names), isNull(datasets.deletedAt),
-  ));
+  const known = (row.declaredDatasets ?? []).map(datasetFromJson);
+  // The submission names its Datasets itself; any it names beyond the declared ones are read now.
+  const missing = names.filter((n) => !known.some((d) => d.name === n));
+  const dsRows = [...known.filter((d) => names.includes(d.name)), ...(missing.length === 0 ? [] : await tx.db.select().from(datasets).where(and(
+    eq(datasets.projectId, row.form.projectId), inArray(datasets.name, missing), isNull(datasets.deletedAt),
+  )))];
   const byName = new Map(dsRows.filter((d) => d.publishedAt != null).map((d) => [d.name, d]));
   const ctxSub: SubCtx = { sub: row.sub, def: row.def, formActeeId: row.form.acteeId };
   let sourceId: number | null = null;
@@ -162,6 +161,38 @@ async function processInner(tx: Ctx, ev: SubmissionEvent): Promise<void> {
     });
   }
 }
+
+/** A Dataset row as preludeQuery's jsonb gives it (timestamps as text). */
+type DatasetJson = Omit<DatasetRow, 'createdAt' | 'publishedAt' | 'deletedAt'> & { createdAt: string; publishedAt: string | null; deletedAt: string | null };
+
+const datasetFromJson = (d: DatasetJson): DatasetRow => ({
+  ...d, createdAt: new Date(d.createdAt), publishedAt: d.publishedAt == null ? null : new Date(d.publishedAt), deletedAt: d.deletedAt == null ? null : new Date(d.deletedAt),
+});
+
+/** processInner's first read, prepared (placeholder `defId`, the submission version). */
+const preludeQuery = (db: Db) => prepared(db, 'entity_work_prelude', (d) => d
+  .select({
+    sub: submissions,
+    def: submissionDefs,
+    form: { projectId: forms.projectId, acteeId: forms.acteeId },
+    formDef: { id: formDefs.id, fields: formDefs.fields, datasets: formDefs.datasets },
+    used: sql<boolean>`exists (select 1 from entity_defs ed join entity_def_sources es on es.id = ed.source_id
+      join submission_defs sd on sd.id = es.submission_def_id where sd.submission_id = ${submissions.id})`,
+    held: sql<boolean>`exists (select 1 from entity_submission_backlog b where b.submission_id = ${submissions.id})`,
+    links: sql<Array<{ datasetId: number; actions: string[] }> | null>`(select jsonb_agg(jsonb_build_object('datasetId', l.dataset_id, 'actions', l.actions))
+      from dataset_form_defs l where l.form_def_id = ${formDefs.id})`,
+    declaredDatasets: sql<DatasetJson[] | null>`(select jsonb_agg(jsonb_build_object('id', ds.id, 'projectId', ds.project_id, 'name', ds.name,
+        'acteeId', ds.actee_id, 'approvalRequired', ds.approval_required, 'ownerOnly', ds.owner_only,
+        'createdAt', ds.created_at, 'publishedAt', ds.published_at, 'deletedAt', ds.deleted_at))
+      from datasets ds where ds.project_id = ${forms.projectId} and ds.deleted_at is null
+        and ds.name in (select jsonb_array_elements(${formDefs.datasets}) ->> 'name'))`,
+  })
+  .from(submissionDefs)
+  .innerJoin(submissions, eq(submissions.id, submissionDefs.submissionId))
+  .innerJoin(forms, eq(forms.id, submissions.formId))
+  .innerJoin(formDefs, eq(formDefs.id, submissionDefs.formDefId))
+  .where(and(eq(submissionDefs.id, sql.placeholder('defId')), isNull(forms.deletedAt)))
+  .prepare('entity_work_prelude'));
 
 const sameIndex = (a: number[], b: number[]) => {
   // A property's value sits in the same repeat instance as its entity (outer indexes equal).

@@ -127,7 +127,7 @@ async function renderFiles(ctx: Ctx, files: ManifestFile[], attachmentBase: stri
  * @throws Problem 404.1.
  */
 /** The verbs the request's actor (placeholder `actorId`) holds on a form row and its project, as JSON. */
-const formVerbsSql = () => sql<string[]>`(select coalesce(jsonb_agg(distinct v.verb), '[]'::jsonb) from ${assignments}
+export const formVerbsSql = () => sql<string[]>`(select coalesce(jsonb_agg(distinct v.verb), '[]'::jsonb) from ${assignments}
   inner join ${roles} on ${roles.id} = ${assignments.roleId}
   cross join lateral jsonb_array_elements_text(${roles.verbs}) as v(verb)
   where ${assignments.actorId} = ${sql.placeholder('actorId')}

@@ -7,11 +7,45 @@ import { auditJson } from '../audits';
 import { withTx, type Ctx } from '../context';
 import { enqueueJob, withJobs } from '../jobs';
 import { usesEnketo } from '../forms/enketo';
-import { canOnFormOrReject, formJson, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
+import { canOnFormOrReject, formActee, formJson, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from '../forms/queries';
+import { formVerbsSql } from '../forms/openrosa';
+import { primeVerbs } from '../authz/can';
+import { prepared } from '../db/prepared';
+import { forms, projects } from '../../drizzle/schema';
+import { isNull } from 'drizzle-orm';
 import { Problem, problems } from '../problem';
 import { parseInput } from '../validation';
 import { actorsById, getSubmissionOrNotFound } from './queries';
 import { loadReadable } from './versions';
+
+/**
+ * The live form, its project, the actor's verbs on it (priming the rights check) and the id of the
+ * live published submission `instanceId` (null when none) in one prepared round trip: what a review
+ * needs before it writes (reviewers approve one submission after another).
+ * @throws Problem 404.1 unknown form or project. Reads only.
+ */
+async function reviewTarget(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string): Promise<LoadedForm & { subId: number | null }> {
+  const [row] = Number.isSafeInteger(projectId)
+    ? await prepared(ctx.db, 'review_target', (d) => d
+      .select({
+        form: forms,
+        project: projects,
+        verbs: formVerbsSql(),
+        subId: sql<number | null>`(select s.id from ${submissions} s where s.form_id = ${forms.id} and not s.draft
+          and s.instance_id = ${sql.placeholder('instanceId')} and s.deleted_at is null and s.current_def_id is not null)`,
+      })
+      .from(forms)
+      .innerJoin(projects, eq(projects.id, forms.projectId))
+      .where(and(eq(projects.id, sql.placeholder('projectId')), isNull(projects.deletedAt),
+        eq(forms.xmlFormId, sql.placeholder('xmlFormId')), isNull(forms.deletedAt)))
+      .prepare('review_target'))
+      .execute({ projectId, xmlFormId, instanceId, actorId: ctx.auth.actor?.id ?? -1 })
+    : [];
+  if (!row) throw problems.user.notFound();
+  const loaded = { form: row.form, project: row.project };
+  primeVerbs(ctx, formActee(loaded), row.verbs);
+  return { ...loaded, subId: row.subId == null ? null : Number(row.subId) };
+}
 
 async function load(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, draft: boolean, verb: string) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
@@ -30,14 +64,18 @@ export const ReviewInput = z.object({ reviewState: z.enum(['received', 'hasIssue
  */
 export async function setReviewState(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, body: unknown, notes: string | null = null) {
   return withJobs(ctx, async (tx) => {
-    const { f, sub } = await load(tx, projectId, xmlFormId, instanceId, false, 'submission.update');
+    const f = await reviewTarget(tx, projectId, xmlFormId, instanceId);
+    await canOnFormOrReject(tx, 'submission.update', f);
+    if (f.subId == null) throw problems.user.notFound();
+    const sub = { id: f.subId };
     const { reviewState } = parseInput(ReviewInput, body);
     const [row] = await tx.db.update(submissions).set({ reviewState, updatedAt: new Date() }).where(eq(submissions.id, sub.id)).returning();
-    await audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, reviewState }, notes);
-    // Approval may create entities (lib/entities handles the job after commit).
+    const auditId = await audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, reviewState }, notes);
+    // Approval may create entities (lib/entities handles the job after commit; the audit is its
+    // triggering event, so the job need not look it up).
     if (reviewState === 'approved' && row!.currentDefId != null) {
       await enqueueJob(tx, 'submission.entities', {
-        action: 'submission.update', submissionId: sub.id, submissionDefId: row!.currentDefId, reviewState, actorId: tx.auth.actor?.id ?? null,
+        action: 'submission.update', submissionId: sub.id, submissionDefId: row!.currentDefId, reviewState, actorId: tx.auth.actor?.id ?? null, auditId,
       });
     }
     return {
