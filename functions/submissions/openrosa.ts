@@ -3,6 +3,7 @@ import type { Context } from 'hono';
 import { newApp, type AppEnv } from '../../lib/http/app';
 import { projectId, stringParam } from '../../lib/http/params';
 import { openRosaXml } from '../../lib/http/openrosa';
+import { actionNotes } from '../../lib/http/responses';
 import { readOpenRosaMultipart } from '../../lib/http/multipart';
 import { submissionClient } from '../../lib/submissions/client';
 import { ingestOpenRosaSubmission } from '../../lib/submissions/ingest';
@@ -11,6 +12,8 @@ import { renderOpenRosaMessage } from '../../lib/xforms/openrosa-xml';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const submit = async (c: Context<AppEnv, any>, draft: { token: string | null; xmlFormId: string } | null) => {
+  // X-Action-Notes becomes the notes of the audit entries (as Central); a bad one is refused first.
+  const notes = actionNotes(c);
   // Media parts stream into the blob store as they arrive; what the submission does not keep (or
   // all of it, when it is refused) is deleted once it is stored or refused.
   const { xml, files, discard } = await readOpenRosaMultipart(c);
@@ -20,6 +23,7 @@ const submit = async (c: Context<AppEnv, any>, draft: { token: string | null; xm
       xml,
       files,
       ...submissionClient({ deviceId: c.req.query('deviceID'), userAgent: c.req.header('user-agent'), odkClient: c.req.header('odk-client') }),
+      notes,
       draft,
     });
   } finally {

@@ -1,4 +1,4 @@
-/** Submissions (REST): list, create, one (301 for a version id), .xml, PUT, review, trash, audits, keys, submitters, attachments, versions, diffs, comments. */
+/** Submissions (REST): list, create, one (301 for a version id), .xml, PUT (also draft), review, trash, audits, keys, submitters, attachments, versions, diffs, comments. */
 import type { Context } from 'hono';
 import { isExtended, newApp, success, type AppEnv } from '../../lib/http/app';
 import { jsonBody } from '../../lib/http/body';
@@ -27,7 +27,10 @@ const intQuery = (c: C, name: string): number | null => {
 const F = '/v1/projects/:projectId/forms/:xmlFormId';
 const form = (c: C) => stringParam(c, 'xmlFormId');
 const inst = (c: C) => stringParam(c, 'instanceId');
-const client = (c: C) => submissionClient({ deviceId: c.req.query('deviceID'), userAgent: c.req.header('user-agent'), odkClient: c.req.header('odk-client') });
+const client = (c: C) => ({
+  ...submissionClient({ deviceId: c.req.query('deviceID'), userAgent: c.req.header('user-agent'), odkClient: c.req.header('odk-client') }),
+  notes: actionNotes(c),
+});
 const target = (c: C, draft: boolean) => ({ projectId: projectId(c), xmlFormId: form(c), instanceId: inst(c), draft });
 const file = async (c: C) => ({ bytes: await bodyBytes(c), contentType: c.req.header('content-type')?.split(';')[0]?.trim() || null });
 /**
@@ -68,6 +71,9 @@ for (const [prefix, draft] of [[`${F}/submissions`, false], [`${F}/draft/submiss
     }), (b) => b, true))
     .post(prefix, async (c) =>
       c.json(await createSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), draft, xml: await bodyBytes(c), ...client(c) })))
+    // An edit by its new XML (PUT S); the draft form too, as Central routes both.
+    .put(`${prefix}/:instanceId`, async (c) =>
+      c.json(await updateSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), instanceId: inst(c), draft, xml: await bodyBytes(c), ...client(c) })))
     .get(`${prefix}/keys`, async (c) => c.json(await manage.listSubmissionKeys(c.var.ctx, projectId(c), form(c), draft)))
     .get(`${prefix}/:file{[^/]+\\.xml}`, async (c) => {
       const id = stringParam(c, 'file').replace(/\.xml$/, '');
@@ -102,7 +108,6 @@ submissionRestRoutes.post('/v1/test/:token/projects/:projectId/forms/:xmlFormId/
 
 const S = `${F}/submissions/:instanceId`;
 submissionRestRoutes
-  .put(S, async (c) => c.json(await updateSubmission(c.var.ctx, { projectId: projectId(c), xmlFormId: form(c), instanceId: inst(c), xml: await bodyBytes(c), ...client(c) })))
   .patch(S, async (c) => c.json(await manage.setReviewState(c.var.ctx, projectId(c), form(c), inst(c), await jsonBody(c), actionNotes(c))))
   .delete(S, async (c) => {
     await manage.deleteSubmission(c.var.ctx, projectId(c), form(c), inst(c));

@@ -27,6 +27,7 @@ import { blobChunks, decryptedChunks, decryptValues, envelopesFor } from './decr
 import { rootCells } from './rows';
 import { CLIENT_AUDIT_ENC, clientAuditCsv, isClientAuditSql } from './client-audits';
 import type { FormField, SubmissionValue } from '../xforms/types';
+import { audit } from '../audits/log';
 
 export interface ExportQuery extends ExportOptions {
   /** OData `$filter` (Central's subset on `__id` and `__system/…`). */
@@ -175,6 +176,7 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
     let text = pending;
     pending = '';
     const decrypted = await decryptPage(ctx, plan, page);
+    const outside = root ? await valuesOutsideDef(ctx, page, indexFor) : new Map<number, Record<string, string>>();
     for (const row of page) {
       const plain = row.encrypted ? decrypted.get(row.defId) : undefined;
       if (!root) {
@@ -190,7 +192,8 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
       else {
         const cells = raw.split(ROOT_TEXT_SEPARATOR);
         const index = indexFor(row.formDefId);
-        fields = csvLine(table.columns.map((c, i) => cell(c, index[i]! < 0 ? undefined : cells[index[i]!]))).slice(0, -1);
+        const extra = outside.get(row.defId);
+        fields = csvLine(table.columns.map((c, i) => cell(c, index[i]! < 0 ? extra?.[c.path] : cells[index[i]!]))).slice(0, -1);
       }
       const status = row.encrypted && !plain ? encryptedStatus(row) : '';
       const tail = csvLine([
@@ -203,6 +206,20 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
     if (text !== '') yield encoder.encode(text);
   }
   if (pending !== '') yield encoder.encode(pending);
+}
+
+/**
+ * The root values of the page's plain versions whose form definition lacks some of the table's
+ * columns (a field another version added or dropped, `deletedFields`), by submission def id: as
+ * Central reads every column from the submission's XML, a value the XML holds is exported even
+ * when the version's own definition does not declare it. One query for the page, only when such
+ * rows exist; their stored root_values (path → text, every leaf outside repeats) hold it.
+ */
+async function valuesOutsideDef(ctx: Ctx, page: BatchRow[], indexFor: (defId: number) => number[]): Promise<Map<number, Record<string, string>>> {
+  const ids = page.filter((r) => !r.encrypted && indexFor(r.formDefId).includes(-1)).map((r) => r.defId);
+  if (ids.length === 0) return new Map();
+  const rows = await ctx.db.select({ id: submissionDefs.id, root: submissionDefs.rootValues }).from(submissionDefs).where(inArray(submissionDefs.id, ids));
+  return new Map(rows.map((r) => [r.id, (r.root ?? {}) as Record<string, string>]));
 }
 
 /**
@@ -295,6 +312,8 @@ async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft:
       for (const [path, options] of seen) selectOptions.set(path, [...options].sort());
     }
   }
+  // Central logs each live export (not a draft's) once it can start: `form.submission.export`, no details.
+  if (!draft) await audit(ctx, ctx, 'form.submission.export', f.form.acteeId, null);
   // The COPY path needs every row to be of `def`: true without another published definition
   // (live submissions are of published ones; draft ones of the current draft).
   const copy = conditions.length === 3 && !decryptor.active && (draft || olderDefs.length === 0) ? { formId: f.form.id, draft, defId: def.id, binary: def.fields.some((x) => x.binary === true) } : null;
@@ -306,7 +325,8 @@ async function planExport(ctx: Ctx, projectId: number, xmlFormId: string, draft:
  * `<xmlFormId>.csv`, no repeats, no media.
  * @returns the file name, content type and a stream that reads as the client consumes it.
  * @throws 404.1 unknown form (or no draft / no published version); 401.2/403.1 without
- *   submission.read; 400.18/501.4/501.5 a bad `$filter`. Reads only (no audit: Central logs none).
+ *   submission.read; 400.18/501.4/501.5 a bad `$filter`; 400.12 a wrong passphrase. Effects: audit
+ *   `form.submission.export` (no details) for a published form's export, none for a draft's (Central).
  */
 export async function exportCsv(ctx: Ctx, projectId: number, xmlFormId: string, draft: boolean, query: ExportQuery): Promise<ExportFile> {
   const { form, plan } = await planExport(ctx, projectId, xmlFormId, draft, query);

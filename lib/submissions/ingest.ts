@@ -28,6 +28,8 @@ export interface SubmittedFile {
 interface ClientInfo {
   deviceId: string | null;
   userAgent: string | null;
+  /** The request's X-Action-Notes (decoded), kept as the notes of the audit entries it causes (as Central). */
+  notes?: string | null;
 }
 
 export interface OpenRosaSubmission extends ClientInfo {
@@ -161,7 +163,7 @@ async function lockSubmission(ctx: Ctx, submissionId: number): Promise<void> {
  */
 async function attachFiles(
   ctx: Ctx, form: FormRow, sub: Pick<SubmissionRow, 'id' | 'instanceId'>, def: Pick<SubmissionDefRow, 'id'>, expected: string[], files: SubmittedFile[],
-  version: 'new' | 'existing',
+  version: 'new' | 'existing', notes: string | null = null,
 ): Promise<void> {
   const audited = version === 'existing';
   const wanted = new Set(expected);
@@ -181,12 +183,12 @@ async function attachFiles(
     if (!audited) {
       await audit(ctx, ctx, 'submission.attachment.update', form.acteeId, {
         submissionId: sub.id, instanceId: sub.instanceId, submissionDefId: def.id, name: file.name, newBlobId: blob.id,
-      });
+      }, notes);
     } else if (before?.blobId !== blob.id) {
       await audit(ctx, ctx, 'submission.attachment.update', form.acteeId, {
         submissionId: sub.id, instanceId: sub.instanceId, submissionDefId: def.id, name: file.name,
         oldBlobId: before?.blobId ?? null, newBlobId: blob.id,
-      });
+      }, notes);
     }
   }
 }
@@ -253,9 +255,9 @@ async function createNew(
       select d.id, x.name from d, jsonb_array_elements_text(${JSON.stringify(parsed.attachments)}::jsonb) as x(name)
     ),
     au as (
-      insert into ${audits} (actor_id, action, actee_id, details)
+      insert into ${audits} (actor_id, action, actee_id, details, notes)
       select ${tx.system ? null : actorId}, 'submission.create', ${form.acteeId},
-        jsonb_build_object('submissionId', s.id, 'instanceId', ${instanceId}::text, 'submissionDefId', s.current_def_id)
+        jsonb_build_object('submissionId', s.id, 'instanceId', ${instanceId}::text, 'submissionDefId', s.current_def_id), ${client.notes ?? null}::text
       from s
     )
     select s.id, s.current_def_id as def_id from s`);
@@ -284,13 +286,13 @@ async function addVersion(
       .set({ blobId: f.blobId, contentType: f.contentType, updatedAt: f.updatedAt })
       .where(and(eq(submissionAttachments.submissionDefId, def.id), eq(submissionAttachments.name, f.name)));
   }
-  await attachFiles(tx, form, old.sub, def, parsed.attachments, files, 'new');
+  await attachFiles(tx, form, old.sub, def, parsed.attachments, files, 'new', client.notes ?? null);
   const [sub] = await tx.db
     .update(submissions)
     .set({ currentDefId: def.id, reviewState: 'edited', updatedAt: new Date() })
     .where(eq(submissions.id, old.sub.id))
     .returning();
-  await audit(tx, tx, 'submission.update.version', form.acteeId, { submissionId: old.sub.id, instanceId: old.sub.instanceId, submissionDefId: def.id });
+  await audit(tx, tx, 'submission.update.version', form.acteeId, { submissionId: old.sub.id, instanceId: old.sub.instanceId, submissionDefId: def.id }, client.notes ?? null);
   if (!old.sub.draft) await enqueueEntityWork(tx, parsed, { action: 'submission.update.version', submissionId: old.sub.id, submissionDefId: def.id });
   return { sub: sub!, def };
 }
@@ -394,6 +396,7 @@ async function storeGroup(batch: Pending[]): Promise<boolean[]> {
       md5: p.parsed.hash.md5, instance_name: p.parsed.instanceName, encrypted: p.parsed.encryption != null,
       values: p.parsed.values, root_values: root, root_text: rootTextOf(p.parsed.values, p.formDef.fields, root),
       attachments: p.parsed.attachments, actee_id: p.form.acteeId, audit_actor_id: p.ctx.system ? null : actorId,
+      notes: p.client.notes ?? null,
     };
   });
   return withTx(batch[0]!.ctx, async (tx) => {
@@ -401,7 +404,7 @@ async function storeGroup(batch: Pending[]): Promise<boolean[]> {
       with x as (
         select * from json_to_recordset(${JSON.stringify(rows)}::json) as x(i int, form_id int, instance_id text, draft boolean,
           submitter_id int, device_id text, user_agent text, form_def_id int, xml text, md5 text, instance_name text, encrypted boolean,
-          "values" jsonb, root_values jsonb, root_text text, attachments jsonb, actee_id text, audit_actor_id int)
+          "values" jsonb, root_values jsonb, root_text text, attachments jsonb, actee_id text, audit_actor_id int, notes text)
       ),
       ids as (select x.*, nextval(pg_get_serial_sequence('submission_defs', 'id'))::int as def_id from x),
       s as (
@@ -423,9 +426,9 @@ async function storeGroup(batch: Pending[]): Promise<boolean[]> {
         select sx.def_id, n.name from sx, jsonb_array_elements_text(sx.attachments) as n(name)
       ),
       au as (
-        insert into ${audits} (actor_id, action, actee_id, details)
+        insert into ${audits} (actor_id, action, actee_id, details, notes)
         select audit_actor_id, 'submission.create', actee_id,
-          jsonb_build_object('submissionId', id, 'instanceId', instance_id, 'submissionDefId', def_id)
+          jsonb_build_object('submissionId', id, 'instanceId', instance_id, 'submissionDefId', def_id), notes
         from sx order by i
       )
       select i, id, def_id from sx order by i`);
@@ -434,7 +437,7 @@ async function storeGroup(batch: Pending[]): Promise<boolean[]> {
       const p = batch[Number(r.i)]!;
       out[Number(r.i)] = true;
       if (p.files.length > 0 && p.parsed.attachments.length > 0) {
-        await attachFiles(tx, p.form, { id: Number(r.id), instanceId: p.instanceId }, { id: Number(r.def_id) }, p.parsed.attachments, p.files, 'new');
+        await attachFiles(tx, p.form, { id: Number(r.id), instanceId: p.instanceId }, { id: Number(r.def_id) }, p.parsed.attachments, p.files, 'new', p.client.notes ?? null);
       }
     }
     return out;
@@ -468,7 +471,8 @@ async function retryOnDuplicate<T>(ctx: Ctx, once: () => Promise<T>): Promise<T>
  * @throws 400.1/400.2 unparseable XML or no form id; 401.2 anonymous or not allowed to submit
  *   (Central answers 401 so clients ask for credentials); 404.1 unknown form; 404.4 bad Draft Token;
  *   404.5 deprecatedID unknown; 404.6 unknown form version; 409.1 same instanceID, different XML;
- *   409.2 form closed; 409.9 the edited or resubmitted version is no longer current; 409.18 deleted;
+ *   409.2 form closed; 409.3 `{ fields: 'instanceID' }` an edit's new instanceID is already a
+ *   version of this form; 409.9 the edited or resubmitted version is no longer current; 409.18 deleted;
  *   400.8 an instanceID or deprecatedID over 64 characters or with other than [A-Za-z0-9:._-].
  */
 export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmission): Promise<IngestOutcome> {
@@ -492,36 +496,49 @@ export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmissi
       // The common case first: a new submission in one statement; an existing one falls through.
       const created = await createNew(tx, form, formDef, draft, parsed, xml, instanceId, input);
       if (created) {
-        await attachFiles(tx, form, created.sub, created.def, parsed.attachments, input.files, 'new');
+        await attachFiles(tx, form, created.sub, created.def, parsed.attachments, input.files, 'new', input.notes ?? null);
         return 'created';
       }
     }
 
-    let existing = await findVersion(tx, form.id, draft, instanceId);
-    if (!existing && parsed.deprecatedId != null) {
+    if (parsed.deprecatedId != null) {
+      // An edit (rule 2), read as Central does: first the version it deprecates.
       const found = await findVersion(tx, form.id, draft, parsed.deprecatedId);
       if (!found) throw problems.submission.deprecatedIdNotFound({ deprecatedId: parsed.deprecatedId });
       await lockSubmission(tx, found.sub.id);
-      // A racing identical edit (a retry) may have landed while we waited for the lock.
-      existing = await findVersion(tx, form.id, draft, instanceId);
-      if (!existing) {
-        const old = (await findVersion(tx, form.id, draft, parsed.deprecatedId))!;
-        if (old.sub.deletedAt != null) throw problems.submission.duplicateSubmission();
-        if (!old.def.current) throw problems.submission.deprecatingOldSubmission({ deprecatedId: parsed.deprecatedId });
+      // Read again under the lock: a racing identical edit (a retry) may have landed meanwhile.
+      const old = (await findVersion(tx, form.id, draft, parsed.deprecatedId))!;
+      if (old.sub.deletedAt != null) throw problems.submission.duplicateSubmission();
+      const usurper = await findVersion(tx, form.id, draft, instanceId);
+      if (old.def.current) {
+        // The new instanceID is already a version of this form: Central's 409 from its unique index.
+        if (usurper) throw problems.user.uniquenessViolation({ fields: 'instanceID', values: instanceId });
         await addVersion(tx, form, formDef, old, parsed, xml, instanceId, input, input.files);
         return 'edited';
       }
+      // No longer current: allowed only as a resubmission of the edit that replaced it (media for it).
+      if (!usurper || !usurper.def.current || usurper.sub.deletedAt != null) {
+        throw problems.submission.deprecatingOldSubmission({ deprecatedId: parsed.deprecatedId });
+      }
+      if (usurper.def.xml !== xml) throw problems.submission.xmlConflict();
+      await attachFiles(tx, form, usurper.sub, usurper.def, parsed.attachments, input.files, 'existing', input.notes ?? null);
+      return 'attachments';
     }
 
+    const existing = await findVersion(tx, form.id, draft, instanceId);
     if (existing) {
       await lockSubmission(tx, existing.sub.id);
       const now = (await findVersion(tx, form.id, draft, instanceId))!;
       if (now.sub.deletedAt != null) throw problems.submission.duplicateSubmission();
       if (!now.def.current) throw problems.submission.deprecatingOldSubmission({ instanceId });
       if (now.def.xml !== xml) throw problems.submission.xmlConflict();
-      await attachFiles(tx, form, now.sub, now.def, parsed.attachments, input.files, 'existing');
+      await attachFiles(tx, form, now.sub, now.def, parsed.attachments, input.files, 'existing', input.notes ?? null);
       return 'attachments';
     }
+    // A deleted draft's test submission keeps its instanceID (deleteDraftSubmissions): Central's 409.
+    const [kept] = await tx.db.select({ deletedAt: submissions.deletedAt }).from(submissions)
+      .where(and(eq(submissions.formId, form.id), eq(submissions.draft, draft), eq(submissions.instanceId, instanceId)));
+    if (kept?.deletedAt != null) throw problems.submission.duplicateSubmission();
 
     // Neither new nor found: the row that blocked the insert went away (rolled back); run again.
     throw problems.user.uniquenessViolation({ fields: ['formId', 'instanceId', 'draft'], values: [String(form.id), instanceId, draft ? 't' : 'f'], table: 'submissions' });
@@ -553,8 +570,8 @@ async function restTarget(tx: Ctx, input: Pick<RestSubmission, 'projectId' | 'xm
   }
   let def: FormDefRow;
   if (input.draft) {
+    // The draft, whatever version the XML names (Central: a test submission goes to the draft).
     def = await getDefOrNotFound(tx, form.draftDefId);
-    if (def.version !== doc.version) throw problems.submission.formVersionNotFound({ formVersion: doc.version });
   } else {
     def = await publishedDefByVersion(tx, form, doc.version);
   }
@@ -568,7 +585,8 @@ async function restTarget(tx: Ctx, input: Pick<RestSubmission, 'projectId' | 'xm
  * @returns Submission JSON (queries.submissionJson). Effects: rows; audit `submission.create`.
  * @throws 400.1/400.2 unparseable XML or no form id; 400.8 form id differs from the URL, or a bad
  *   instanceID; 401.2/403.1 without submission.create; 404.1 unknown form (or no draft); 404.4 bad
- *   Draft Token; 404.6 the XML's version is not a published version (draft: not the draft's);
+ *   Draft Token; 404.6 the XML's version is not a published version (a draft submission goes to
+ *   the draft whatever version it names, as Central);
  *   409.2 form closed; 409.3 `{ fields: [formId, instanceId, draft] }` instanceID exists.
  */
 export async function createSubmission(ctx: Ctx, input: RestSubmission): Promise<SubmissionJson> {
@@ -591,30 +609,34 @@ export async function createSubmission(ctx: Ctx, input: RestSubmission): Promise
 }
 
 /**
- * Replaces a submission's data by a new version (PUT S). The XML must carry a deprecatedID naming
+ * Replaces a submission's data by a new version (PUT S, and PUT F/draft/submissions/{instanceId}
+ * for a draft's test submission, as Central routes both). The XML must carry a deprecatedID naming
  * the current version; it becomes the new current version, with media carried over by file name.
- * @returns Submission JSON. Effects: rows; review state `edited`; audit `submission.update.version`.
+ * @returns Submission JSON. Effects: rows; review state `edited`; audit `submission.update.version`
+ *   (with X-Action-Notes as its notes).
  * @throws 400.1/400.2 bad XML; 400.8 form id differs from the URL or a bad instanceID; 400.19 no
- *   deprecatedID; 401.2/403.1 without submission.update; 404.1 unknown form or submission; 404.6
- *   unknown form version; 409.3 `{ fields: 'instanceID' }` the new instanceID is already used in
- *   this form; 409.9 deprecatedID is not the current version.
+ *   deprecatedID; 401.2/403.1 without submission.update; 404.1 unknown form (or no draft) or
+ *   submission; 404.6 unknown form version (published forms only); 409.3 `{ fields: 'instanceID' }`
+ *   the new instanceID is already used in this form; 409.9 deprecatedID is not the current version.
  */
-export async function updateSubmission(ctx: Ctx, input: Omit<RestSubmission, 'draft' | 'token'> & { instanceId: string }): Promise<SubmissionJson> {
+export async function updateSubmission(ctx: Ctx, input: Omit<RestSubmission, 'token' | 'draft'> & { instanceId: string; draft?: boolean }): Promise<SubmissionJson> {
   const xml = decodeXml(input.xml);
   const doc = readSubmission(input.xml);
+  const draft = input.draft ?? false;
   return withJobs(ctx, async (tx) => {
     const f = await getFormOrNotFound(tx, input.projectId, input.xmlFormId);
     await canOnFormOrReject(tx, 'submission.update', f);
-    const target = await getSubmissionOrNotFound(tx, f, input.instanceId, false);
-    const { form, def: formDef } = await restTarget(tx, { ...input, draft: false, token: null }, doc, 'submission.update');
+    if (draft && f.form.draftDefId == null) throw problems.user.notFound();
+    const target = await getSubmissionOrNotFound(tx, f, input.instanceId, draft);
+    const { form, def: formDef } = await restTarget(tx, { ...input, draft, token: null }, doc, 'submission.update');
     const parsed = parseSubmission(doc, formDef.fields);
     if (parsed.deprecatedId == null) throw problems.submission.deprecatedIdRequired();
     const instanceId = parsed.instanceId ?? crypto.randomUUID();
     checkIds(instanceId, parsed.deprecatedId);
     await lockSubmission(tx, target.sub.id);
-    const current = await getSubmissionOrNotFound(tx, f, input.instanceId, false);
+    const current = await getSubmissionOrNotFound(tx, f, input.instanceId, draft);
     if (current.def.instanceId !== parsed.deprecatedId) throw problems.submission.deprecatingOldSubmission({ deprecatedId: parsed.deprecatedId });
-    if (await findVersion(tx, form.id, false, instanceId)) throw problems.user.uniquenessViolation({ fields: 'instanceID', values: instanceId });
+    if (await findVersion(tx, form.id, draft, instanceId)) throw problems.user.uniquenessViolation({ fields: 'instanceID', values: instanceId });
     const { sub, def } = await addVersion(tx, form, formDef, current, parsed, xml, instanceId, input, []);
     return submissionJson(sub, def);
   });

@@ -201,12 +201,26 @@ async function deleteSubmissionRows(tx: Ctx, where: ReturnType<typeof eq>): Prom
 }
 
 /**
- * Removes a form's draft (test) submissions, as Central does when the draft is published, replaced
- * or deleted. Call inside the draft verb's transaction; orphaned blobs go with the next
- * `blobs-sweep` / purge. @returns how many were removed. Effects: deletes rows (no audit, as Central).
+ * Deletes a form's draft (test) submissions, as Central does when the draft is published, replaced
+ * or deleted (Central soft-deletes them). Their versions, attachments and comments are removed (the
+ * draft definition they were made against goes with the draft), but each submission row stays as
+ * a deleted one (`deletedAt` set, no current version), so its instanceID stays taken in the form's
+ * draft until the Trash is purged: a new draft submission reusing it is a 409, as in Central
+ * (forms/draft.js "preserving submissions from old or deleted drafts"). Deleted rows are already
+ * left out of every list, count, export and OData feed. Call inside the draft verb's transaction;
+ * orphaned blobs go with the next `blobs-sweep` / purge.
+ * @returns how many were deleted. Effects: rows (no audit, as Central).
  */
 export async function deleteDraftSubmissions(tx: Ctx, form: FormRow): Promise<number> {
-  return deleteSubmissionRows(tx, and(eq(submissions.formId, form.id), eq(submissions.draft, true))!);
+  const where = and(eq(submissions.formId, form.id), eq(submissions.draft, true))!;
+  const subIds = tx.db.select({ id: submissions.id }).from(submissions).where(where);
+  const defIds = tx.db.select({ id: submissionDefs.id }).from(submissionDefs).where(inArray(submissionDefs.submissionId, subIds));
+  const gone = await tx.db.update(submissions).set({ currentDefId: null, deletedAt: sql`coalesce(${submissions.deletedAt}, now())` })
+    .where(where).returning({ id: submissions.id });
+  await tx.db.delete(submissionAttachments).where(inArray(submissionAttachments.submissionDefId, defIds));
+  await tx.db.delete(comments).where(inArray(comments.submissionId, subIds));
+  await tx.db.delete(submissionDefs).where(inArray(submissionDefs.submissionId, subIds));
+  return gone.length;
 }
 
 const TRASH_DAYS = 30;

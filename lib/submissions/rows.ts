@@ -17,6 +17,7 @@ export interface SubmissionDataRow {
   defId: number;
   values: SubmissionValue[];
   encrypted: boolean;
+  /** The version of the form the submission was first made against (its first version's), as Central's exports show. */
   formVersion: string;
   /** Number of versions after the first. */
   edits: number;
@@ -75,7 +76,10 @@ export async function selectSubmissionRows(
       cells,
       encryptedFile,
       encrypted: submissionDefs.encrypted,
-      formVersion: formDefs.version,
+      // The first version's form version, not the current one's (Central: the root def's, so an
+      // edit against a newer form version keeps the original in FormVersion / __system/formVersion).
+      formVersion: sql<string>`(select fd.version from ${submissionDefs} r join ${formDefs} fd on fd.id = r.form_def_id
+        where r.submission_id = ${submissions.id} order by r.id limit 1)`,
       edits: sql<number>`(select count(*) - 1 from ${submissionDefs} d2 where d2.submission_id = ${submissions.id})`.mapWith(Number),
       expected: sql<number>`(select count(*) from ${submissionAttachments} a where a.submission_def_id = ${submissionDefs.id})`.mapWith(Number),
       received: sql<string[]>`coalesce((select jsonb_agg(a.name order by a.name) from ${submissionAttachments} a where a.submission_def_id = ${submissionDefs.id} and a.blob_id is not null), '[]'::jsonb)`,

@@ -88,6 +88,9 @@ export interface SubmissionDocument {
 
 const isDocument = (x: unknown): x is SubmissionDocument => typeof x === 'object' && x !== null && 'root' in x;
 
+/** Submissions are read as Central reads them: an end tag may differ from its start tag in its prefix. */
+const LENIENT = { closeByLocalName: true } as const;
+
 /**
  * Reads a submission's XML once: the tree, the form id and version (enough to find the form),
  * reusable by parseSubmission once the form's fields are known, so ingestion parses the XML once.
@@ -101,14 +104,14 @@ export function readSubmission(input: string | Uint8Array): SubmissionDocument {
   const noId = () => problems.user.missingParameter({ field: 'form ID xml attribute' });
   let root: El;
   try {
-    root = readXml(xml, 'submission xml', noId);
+    root = readXml(xml, 'submission xml', noId, LENIENT);
   } catch (err) {
     // Central's lenient parser takes a comma between the root's attributes (its own encrypted
     // envelopes in test/util/crypto-odk.js have `encrypted="yes", version="…"`); retry without.
     const relaxed = relaxRootAttributes(xml);
     if (relaxed === xml) throw err;
     try {
-      root = readXml(relaxed, 'submission xml', noId);
+      root = readXml(relaxed, 'submission xml', noId, LENIENT);
     } catch {
       throw err;
     }
@@ -173,8 +176,9 @@ function relaxRootAttributes(xml: string): string {
  * - `hash`: MD5 and SHA-256 (hex) of the exact bytes (strings are UTF-8 encoded).
  *
  * Lenient where Central is: undeclared prefixes, bare `&` (literal text), anything after the root's
- * end tag, a leading BOM. Strict otherwise: no DTD (so no entity expansion), no truncated or
- * mismatched markup (Central's htmlparser2 would accept those silently).
+ * end tag, a leading BOM, an end tag that differs from its start tag only in its prefix
+ * (`<meta>…</orx:meta>`). Strict otherwise: no DTD (so no entity expansion), no truncated or
+ * otherwise mismatched markup (Central's htmlparser2 would accept those silently).
  *
  * Throws (Problem):
  * - 400.2 `{ field: 'form ID xml attribute' }` when the root has no `id` or a blank one, or when no

@@ -126,13 +126,35 @@ export const MAX_XML_DEPTH = 1000;
 /** Thrown inside saxes handlers to stop once the root element has closed. */
 const DONE = Symbol('done');
 
+/** Reading options: `closeByLocalName` lets an end tag close the open element of the same local name. */
+export interface TreeOptions {
+  /**
+   * `</orx:meta>` closes `<meta>` (the prefixes differ, the local names agree), as Central's lenient
+   * parser reads submissions (api/submissions.js adds `<orx:instanceName>…</orx:meta>` to a
+   * `<meta>`). End tags whose local names differ stay errors.
+   */
+  closeByLocalName?: boolean;
+}
+
 /**
  * Parses XML text (bare ampersands already escaped) into an element tree.
  * @throws XmlFailure with the reason, the offset, and whether any element had been seen; also for a
  *   DOCTYPE (never read, so no entity is defined or expanded) and nesting deeper than MAX_XML_DEPTH.
  */
-export function parseTree(text: string): El {
+export function parseTree(text: string, options: TreeOptions = {}): El {
   const parser = new SaxesParser({ xmlns: false, position: true });
+  if (options.closeByLocalName) {
+    // saxes (pinned ^6) matches an end tag by its qualified name in closeTag(), reading the open
+    // tags from `tags` and the end tag's name from `name`: an end tag that differs from the
+    // innermost open element only in its prefix is renamed to it before that check.
+    const internals = parser as unknown as { tags: Array<{ name: string }>; name: string; closeTag(): void };
+    const closeTag = internals.closeTag.bind(parser);
+    internals.closeTag = () => {
+      const top = internals.tags[internals.tags.length - 1];
+      if (top && top.name !== internals.name && localName(top.name) === localName(internals.name)) internals.name = top.name;
+      closeTag();
+    };
+  }
   const stack: El[] = [];
   let root: El | undefined;
   let sawElement = false;
@@ -186,10 +208,10 @@ export function parseTree(text: string): El {
  *   or elements nested deeper than MAX_XML_DEPTH;
  *   `notXml()` when no element was seen.
  */
-export function readXml(xml: string, format: string, notXml: () => Problem): El {
+export function readXml(xml: string, format: string, notXml: () => Problem, options: TreeOptions = {}): El {
   const { text, inserted } = escapeBareAmpersands(xml);
   try {
-    return parseTree(text);
+    return parseTree(text, options);
   } catch (e) {
     if (!(e instanceof XmlFailure)) throw e;
     if (!e.sawElement) throw notXml();

@@ -5,7 +5,7 @@
  * matrix. Shapes are compared with what Central answers (shared/fixtures/central-outputs).
  */
 import { readFileSync } from 'node:fs';
-import { eq } from 'drizzle-orm';
+import { eq, inArray } from 'drizzle-orm';
 import { describe, expect, test } from 'vitest';
 import { submissionAttachments, submissionDefs, submissions } from '../../../drizzle/schema';
 import { harness, json, type As, type Harness } from '../../helpers/harness';
@@ -780,6 +780,13 @@ describe('draft submissions go with the draft', () => {
     expect((await json<Json[]>(await h.get(`${F(h, 'simple')}/draft/submissions`, { as: 'bob' }))).map((s) => s.instanceId)).toEqual(['three', 'two']);
   };
   const draftRows = async (h: Harness) => h.db.select().from(submissions).where(eq(submissions.draft, true));
+  /** Their data is gone; each row stays, deleted and without versions, keeping its instanceID taken (Central soft-deletes them). */
+  const expectDraftGone = async (h: Harness) => {
+    const rows = await draftRows(h);
+    expect(rows.map((r) => r.instanceId).sort()).toEqual(['three', 'two']);
+    for (const r of rows) expect(r).toMatchObject({ currentDefId: null, deletedAt: expect.any(Date) });
+    expect(await h.db.select().from(submissionDefs).where(inArray(submissionDefs.submissionId, rows.map((r) => r.id)))).toEqual([]);
+  };
 
   test('publish: the draft list is empty and the published list does not contain them', async () => {
     const h = await harness();
@@ -789,7 +796,7 @@ describe('draft submissions go with the draft', () => {
     // No draft any more: the draft's submission list is 404.1, as Central.
     expect((await h.get(`${F(h, 'simple')}/draft/submissions`, { as: 'bob' })).status).toBe(404);
     expect((await json<Json[]>(await h.get(`${F(h, 'simple')}/submissions`, { as: 'bob' }))).map((s) => s.instanceId)).toEqual(['one']);
-    expect(await draftRows(h)).toEqual([]);
+    await expectDraftGone(h);
     // A new draft starts empty.
     expect((await h.post(`${F(h, 'simple')}/draft`, { as: 'bob' })).status).toBe(200);
     expect(await json(await h.get(`${F(h, 'simple')}/draft/submissions`, { as: 'bob' }))).toEqual([]);
@@ -801,7 +808,7 @@ describe('draft submissions go with the draft', () => {
     const xml = fixture('forms/simple.xml').replace('<data id="simple">', '<data id="simple" version="2">');
     expect((await h.post(`${F(h, 'simple')}/draft`, { as: 'bob', body: xml, headers: XML })).status).toBe(200);
     expect(await json(await h.get(`${F(h, 'simple')}/draft/submissions`, { as: 'bob' }))).toEqual([]);
-    expect(await draftRows(h)).toEqual([]);
+    await expectDraftGone(h);
     expect((await json<Json[]>(await h.get(`${F(h, 'simple')}/submissions`, { as: 'bob' }))).map((s) => s.instanceId)).toEqual(['one']);
   });
 
@@ -810,7 +817,7 @@ describe('draft submissions go with the draft', () => {
     await draftSetup(h);
     expect((await h.delete(`${F(h, 'simple')}/draft`, { as: 'bob' })).status).toBe(200);
     expect((await h.get(`${F(h, 'simple')}/draft/submissions`, { as: 'bob' })).status).toBe(404);
-    expect(await draftRows(h)).toEqual([]);
+    await expectDraftGone(h);
     expect((await h.post(`${F(h, 'simple')}/draft`, { as: 'bob' })).status).toBe(200);
     expect(await json(await h.get(`${F(h, 'simple')}/draft/submissions`, { as: 'bob' }))).toEqual([]);
     expect((await json<Json[]>(await h.get(`${F(h, 'simple')}/submissions`, { as: 'bob' }))).map((s) => s.instanceId)).toEqual(['one']);

@@ -1,4 +1,7 @@
-/** readSubmission takes what Central's lenient parser takes: a comma between root attributes. */
+/**
+ * readSubmission takes what Central's lenient parser takes: a comma between root attributes, an end
+ * tag that differs from its start tag only in its prefix.
+ */
 import { describe, expect, test } from 'vitest';
 import { parseSubmission, readSubmission } from '../../../lib/xforms/parse-submission';
 import { Problem } from '../../../lib/problem';
@@ -25,5 +28,16 @@ describe('readSubmission leniency', () => {
     const err = (() => { try { readSubmission('<data id="x" version="1"><a></b></data>'); } catch (e) { return e; } })();
     expect(err).toBeInstanceOf(Problem);
     expect((err as Problem).code).toBe(400.1);
+  });
+
+  test('an end tag differing only in its prefix closes its element (Central\'s <meta>…</orx:meta>); other mismatches fail', () => {
+    const xml = '<data id="simple"><meta><instanceID>one</instanceID><orx:instanceName>custom name</orx:instanceName></orx:meta><name>Alice</name><age>30</age></data>';
+    const parsed = parseSubmission(readSubmission(xml));
+    expect(parsed).toMatchObject({ instanceId: 'one', instanceName: 'custom name' });
+    expect(parsed.values.map((v) => v.path)).toEqual(['/meta/instanceID', '/meta/instanceName', '/name', '/age']);
+    for (const bad of ['<data id="x"><meta><a>1</a></orx:metadata></data>', '<data id="x"><a:b>1</c:d></data>']) {
+      const err = (() => { try { readSubmission(bad); } catch (e) { return e; } })();
+      expect((err as Problem).code, bad).toBe(400.1);
+    }
   });
 });
