@@ -71,9 +71,6 @@ export async function entityListHashes(ctx: Ctx, datasetIds: number[], filterAct
   const out = new Map<number, EntityListHash>();
   const ids = [...new Set(datasetIds)].filter((id) => Number.isSafeInteger(id));
   if (ids.length === 0) return out;
-  // One round trip (devices ask on every manifest and every list download): the newest audit, and
-  // for a filtered viewer its property rules and, on an ownerOnly Dataset, its entity count, newest
-  // change and the property names; CASE keeps the viewer-only subqueries from running otherwise.
   const actor = filterActorId ?? -1;
   const viewer = filterActorId != null;
   // One prepared round trip per Dataset (a form consumes one or two; they run side by side).
@@ -89,11 +86,52 @@ export async function entityListHashes(ctx: Ctx, datasetIds: number[], filterAct
       })
       : viewer && rules != null
         ? JSON.stringify({ owner: filterActorId, filterRules: rules, latestAuditEntry: iso(r.lastAudit) })
-        // Central hashes the newest audit's time only; its id too tells apart two changes in one millisecond.
-        : JSON.stringify({ latestAuditEntry: iso(r.lastAudit), latestAuditId: r.lastAuditId == null ? null : Number(r.lastAuditId) });
-    out.set(Number(r.id), { hash: hex(input), type: r.approvalRequired ? 'approvalEntityList' : 'entityList' });
+        : null;
+    out.set(Number(r.id), input == null ? unfilteredEntityListHash(r) : { hash: hex(input), type: r.approvalRequired ? 'approvalEntityList' : 'entityList' });
   }
   return out;
+}
+
+/**
+ * What a Dataset's entity list hash needs when its viewer is not cut to part of it, read in the
+ * same query as the form or attachment a device asks for (lib/forms/openrosa), so that the usual
+ * manifest and list download need no second round trip.
+ */
+export interface EntityListState {
+  ownerOnly: boolean;
+  approvalRequired: boolean;
+  /** The Dataset has property rules (dataset_access_filters). */
+  hasRules: boolean;
+  lastAudit: string | Date | null;
+  lastAuditId: number | string | null;
+}
+
+/**
+ * SQL giving the EntityListState of the Dataset whose id is `datasetId` as jsonb (null for a null id).
+ * `datasetId` must be a qualified column. Pure.
+ */
+export const entityListStateSql = (datasetId: SQL) => sql`(select jsonb_build_object('ownerOnly', ds.owner_only,
+    'approvalRequired', ds.approval_required,
+    'hasRules', exists (select 1 from dataset_access_filters f where f.dataset_id = ds.id),
+    'lastAudit', (select max(a.logged_at) from audits a where a.actee_id = ds.actee_id),
+    'lastAuditId', (select max(a.id) from audits a where a.actee_id = ds.actee_id))
+  from datasets ds where ds.id = ${datasetId})`;
+
+/**
+ * The hash from an EntityListState when the viewer sees the whole list (`filterActorId` null, or
+ * the Dataset is neither ownerOnly nor ruled); else null (call entityListHashes). Pure.
+ */
+export function entityListHashFromState(state: EntityListState | null, filterActorId: number | null): EntityListHash | null {
+  if (state == null) return null;
+  if (filterActorId != null && (state.ownerOnly || state.hasRules)) return null;
+  return unfilteredEntityListHash(state);
+}
+
+/** The hash every viewer of the whole list gets: the newest audit's time and id. Pure. */
+function unfilteredEntityListHash(r: { lastAudit: string | Date | null; lastAuditId: number | string | null; approvalRequired: boolean }): EntityListHash {
+  // Central hashes the newest audit's time only; its id too tells apart two changes in one millisecond.
+  const input = JSON.stringify({ latestAuditEntry: r.lastAudit == null ? null : new Date(r.lastAudit).toISOString(), latestAuditId: r.lastAuditId == null ? null : Number(r.lastAuditId) });
+  return { hash: hex(input), type: r.approvalRequired ? 'approvalEntityList' : 'entityList' };
 }
 
 /**
@@ -108,8 +146,8 @@ const hashQuery = (db: Db) => prepared(db, 'entity_list_hash', (d) => {
   // Qualified by hand inside the subqueries: drizzle writes a one-table select's columns unqualified.
   return d.select({
     id: datasets.id, ownerOnly: datasets.ownerOnly, approvalRequired: datasets.approvalRequired,
-    lastAudit: sql<string | null>`(select max(a.logged_at) from audits a where a.actee_id = ${datasets.acteeId})`,
-    lastAuditId: sql<number | null>`(select max(a.id) from audits a where a.actee_id = ${datasets.acteeId})`,
+    lastAudit: sql<string | null>`(select max(a.logged_at) from audits a where a.actee_id = datasets.actee_id)`,
+    lastAuditId: sql<number | null>`(select max(a.id) from audits a where a.actee_id = datasets.actee_id)`,
     rules: sql<unknown>`case when ${viewer} then (select jsonb_agg(jsonb_build_array(apv.value, ap.name, dp.name) order by dp.name, ap.name, apv.value)
       from dataset_access_filters f
       join ds_properties dp on dp.id = f.dataset_property_id

@@ -11,7 +11,7 @@ import { actors, datasets, entities, entityDefs } from '../../drizzle/schema';
 import { can, canOrReject } from '../authz/can';
 import type { Ctx } from '../context';
 import { datasetActee, getDatasetOrNotFound, publishedProperties } from '../datasets';
-import { entityFilterActorId, entityListHashes, entityVisibleTo } from '../datasets/entity-lists';
+import { entityFilterActorId, entityListHashes, entityListHashFromState, entityVisibleTo } from '../datasets/entity-lists';
 import { csvLine } from '../exports/rows';
 import { getAttachmentTarget, type AttachmentFile, type AttachmentTarget, type Which } from '../forms/attachments';
 import { draftAttachmentByToken, publishedAttachmentTarget } from '../forms/openrosa';
@@ -53,7 +53,8 @@ export async function draftAttachmentDownloadByToken(
 async function downloadOf(ctx: Ctx, target: AttachmentTarget, filterActorId: number | null): Promise<AttachmentDownload> {
   if (target.datasetId == null) return { kind: 'file', file: target.file! };
   const datasetId = target.datasetId;
-  const hash = (await entityListHashes(ctx, [datasetId], filterActorId)).get(datasetId);
+  const hash = entityListHashFromState(target.listState ?? null, filterActorId)
+    ?? (await entityListHashes(ctx, [datasetId], filterActorId)).get(datasetId);
   if (hash == null) throw problems.user.notFound();
   // The properties are read only when the body is sent (a 304 needs the hash alone).
   return { kind: 'entities', filename: target.name, etag: hash.hash, body: () => lazyStream(async () => entityListCsv(ctx, datasetId, (await publishedProperties(ctx, datasetId)).map((p) => p.name), filterActorId)) };

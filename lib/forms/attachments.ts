@@ -6,6 +6,7 @@ import { deleteObjectIfUnreferenced, storeBlob } from '../blobs';
 import { onCommit, withTx, type Ctx } from '../context';
 import { canOrReject } from '../authz/can';
 import { datasetActee, datasetByName } from '../datasets';
+import type { EntityListState } from '../datasets/entity-lists';
 import { Problem, problems } from '../problem';
 import { XLS_TYPE, XLSX_TYPE } from './definitions';
 import { canOnFormOrReject, canReadFormOrReject, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from './queries';
@@ -124,6 +125,8 @@ export interface AttachmentTarget {
   file: AttachmentFile | null;
   /** The linked Dataset; null for an uploaded file. */
   datasetId: number | null;
+  /** The linked Dataset's hash state when the target's query read it (then no second query is needed). */
+  listState?: EntityListState | null;
 }
 
 /**

@@ -3,7 +3,9 @@ import { assignments, formAttachments, blobs, formDefs, forms, projects, roles, 
 import { primeVerbs, requireActor } from '../authz/can';
 import { species } from '../authz/verbs';
 import type { Ctx } from '../context';
-import { entityFilterActorId, entityListHashes } from '../datasets/entity-lists';
+import {
+  entityFilterActorId, entityListHashes, entityListHashFromState, entityListStateSql, type EntityListHash, type EntityListState,
+} from '../datasets/entity-lists';
 import type { Db } from '../db/client';
 import { prepared } from '../db/prepared';
 import { problems } from '../problem';
@@ -104,13 +106,20 @@ interface EntityListContext {
   projectUrl: string;
 }
 
-type ManifestFile = { name: string; md5: string | null; datasetId: number | null };
+type ManifestFile = { name: string; md5: string | null; datasetId: number | null; listState?: EntityListState | null };
 
 /** Manifest entries: uploaded files with their MD5, linked Datasets with the viewer's entity list hash. */
 async function renderFiles(ctx: Ctx, files: ManifestFile[], attachmentBase: string, lists: EntityListContext): Promise<string> {
-  const datasetIds = files.filter((f) => f.datasetId != null).map((f) => f.datasetId!);
-  const hashes = datasetIds.length === 0 ? new Map()
-    : await entityListHashes(ctx, datasetIds, await entityFilterActorId(ctx, lists.project));
+  const linked = files.filter((f) => f.datasetId != null);
+  const filterActorId = linked.length === 0 ? null : await entityFilterActorId(ctx, lists.project);
+  // Hashes from the state read with the files where the viewer sees whole lists; the rest in one more query.
+  const hashes = new Map<number, EntityListHash>();
+  for (const f of linked) {
+    const h = entityListHashFromState(f.listState ?? null, filterActorId);
+    if (h) hashes.set(f.datasetId!, h);
+  }
+  const rest = linked.filter((f) => !hashes.has(f.datasetId!)).map((f) => f.datasetId!);
+  if (rest.length > 0) for (const [id, h] of await entityListHashes(ctx, rest, filterActorId)) hashes.set(id, h);
   return renderManifest(files.flatMap((f) => {
     const downloadUrl = `${attachmentBase}/${enc(f.name)}`;
     if (f.datasetId == null) return f.md5 == null ? [] : [{ filename: f.name, hash: f.md5, downloadUrl }];
@@ -181,7 +190,8 @@ async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string
         // The project's own grants too: an entity list's hash depends on entity.list there.
         projectVerbs: projectVerbsSql(),
         // The published definition's files and linked Datasets, for the manifest (small: a form's media list).
-        files: sql<ManifestFile[]>`(select coalesce(jsonb_agg(jsonb_build_object('name', fa.name, 'md5', b.md5, 'datasetId', fa.dataset_id)
+        files: sql<ManifestFile[]>`(select coalesce(jsonb_agg(jsonb_build_object('name', fa.name, 'md5', b.md5, 'datasetId', fa.dataset_id,
+            'listState', ${entityListStateSql(sql`fa.dataset_id`)})
             order by fa.name), '[]'::jsonb)
           from ${formAttachments} fa left join ${blobs} b on b.id = fa.blob_id
           where fa.form_def_id = ${forms.currentDefId} and (fa.blob_id is not null or fa.dataset_id is not null))`,
@@ -219,7 +229,7 @@ export async function publishedAttachmentTarget(ctx: Ctx, projectId: number, xml
         verbs: formVerbsSql(),
         projectVerbs: projectVerbsSql(),
         attachment: sql<AttachmentRowJson | null>`(select jsonb_build_object('datasetId', fa.dataset_id, 'contentType', fa.content_type,
-            'sha', b.sha, 'md5', b.md5)
+            'sha', b.sha, 'md5', b.md5, 'listState', ${entityListStateSql(sql`fa.dataset_id`)})
           from ${formAttachments} fa left join ${blobs} b on b.id = fa.blob_id
           where fa.form_def_id = ${forms.currentDefId} and fa.name = ${sql.placeholder('name')})`,
       })
@@ -237,11 +247,12 @@ export async function publishedAttachmentTarget(ctx: Ctx, projectId: number, xml
   primeVerbs(ctx, projectActee(row.project), row.projectVerbs);
   await canReadFormOrReject(ctx, loaded);
   const a = row.attachment;
-  return targetFromRow(row.project, name, a == null ? null : { datasetId: a.datasetId, contentType: a.contentType, sha: a.sha, md5: a.md5 });
+  const target = targetFromRow(row.project, name, a == null ? null : { datasetId: a.datasetId, contentType: a.contentType, sha: a.sha, md5: a.md5 });
+  return { ...target, listState: a?.listState ?? null };
 }
 
 /** An attachment row as published_attachment_target reads it. */
-type AttachmentRowJson = { datasetId: number | null; contentType: string | null; sha: string | null; md5: string | null };
+type AttachmentRowJson = { datasetId: number | null; contentType: string | null; sha: string | null; md5: string | null; listState: EntityListState | null };
 
 /**
  * The manifest of a published form (GET F/manifest): the files the server holds, with `md5:` hashes

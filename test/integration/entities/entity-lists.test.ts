@@ -134,6 +134,12 @@ describe('Entity lists on devices', () => {
     const same = await h.get(`${F(h)}/attachments/people.csv`, { as: 'alice', headers: { 'If-None-Match': `"${file.hash}"` } });
     expect(same.status).toBe(304);
     expect(await same.text()).toBe('');
+    // Work elsewhere (another form, another Dataset's entity) changes neither the hash nor the ETag.
+    await upload(h, 'simpleEntity2022', '?publish=true', fixture('forms/simpleEntity.xml').replace('dataset="people"', 'dataset="trees"').replace('id="simpleEntity"', 'id="treesEntity"'));
+    expect((await h.post(`${D(h, 'trees')}/entities`, { as: 'alice', body: { uuid: '12345678-1234-4123-8234-123456789ccc', label: 'Oak', data: {} } })).status).toBe(200);
+    expect(mediaFile(await manifestOf(h, 'alice'), 'people.csv')!.hash).toBe(file.hash);
+    expect((await h.get(`${D(h)}/entities.csv`, { as: 'alice' })).headers.get('etag')).toBe(`"${file.hash}"`);
+    expect((await h.get(`${F(h)}/attachments/people.csv`, { as: 'alice', headers: { 'If-None-Match': `"${file.hash}"` } })).status).toBe(304);
 
     expect((await h.patch(`${D(h)}/entities/${A}?baseVersion=1`, { as: 'alice', body: { label: 'Alice 2' } })).status).toBe(200);
     const after = mediaFile(await manifestOf(h, 'alice'), 'people.csv')!;
