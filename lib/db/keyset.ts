@@ -32,7 +32,9 @@ export type KeyFields = Record<string, SQL<string>>;
 export function keyset(parts: KeyPart[]) {
   const fields: KeyFields = Object.fromEntries(parts.map((p, i) => [`__k${i}`, sql<string>`(${p.expr})::text`]));
   const orderBy = parts.map((p) => (p.desc ? desc(p.expr) : asc(p.expr)));
-  const value = (p: KeyPart, v: string) => sql`${v}::${sql.raw(p.type)}`;
+  // Sent as text and cast in SQL: postgres.js serialises a parameter by the type PostgreSQL infers
+  // for it (a boolean from the string 'true' as false, a timestamptz through Date, to milliseconds).
+  const value = (p: KeyPart, v: string) => sql`${v}::text::${sql.raw(p.type)}`;
   const sameDirection = parts.every((p) => !!p.desc === !!parts[0]!.desc);
   const after = (pos: KeyPosition | null): SQL | undefined => {
     if (pos == null) return undefined;
