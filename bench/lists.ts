@@ -7,6 +7,12 @@
  * Seed: bulk SQL (bench/seed-soak.ts, rows as ingestion stores them). BENCH_REUSE=1 reuses (and
  * tops up) a project seeded by an earlier run at the same N, so a kept database is seeded once.
  *
+ * The other streamed lists (lib/db/keyset.ts): `BENCH_LISTS` (submissions,users,app-users,audits,entities)
+ * picks the lists; users, App Users and audits get BENCH_OTHER_N (50,000) rows each by SQL, the
+ * entities BENCH_OTHER_N through POST D/entities (10,000 a body). Each is read once plain and once
+ * extended by the same client (rows counted by their first key), with TTFB, rows/s and RSS growth
+ * as above, and its row count checked.
+ *
  * Per request (BENCH_ITER (3) plain, then one with `X-Extended-Metadata: true`): time to the first
  * body byte, seconds to the last, rows/s (rows counted in the body), MB/s, and the process's RSS
  * before (after a full GC) and at its peak during the request (sampled every 20 ms from the client
@@ -44,6 +50,8 @@ const gc = runInNewContext('gc') as () => void;
 const N = Number(process.env.BENCH_N ?? 100_000);
 const ITER = Number(process.env.BENCH_ITER ?? 3);
 const REUSE = process.env.BENCH_REUSE === '1';
+const LISTS = new Set((process.env.BENCH_LISTS ?? 'submissions,users,app-users,audits,entities').split(','));
+const OTHER_N = Number(process.env.BENCH_OTHER_N ?? 50_000);
 const TTFB_MS = 200;
 const ROWS_PER_S = 50_000;
 const RSS_MB = 50;
@@ -75,7 +83,8 @@ if (!f || f.defId == null) throw new Error('the soak form did not publish');
 const target = { formId: f.id, formDefId: f.defId, fields: f.fields as FormField[], submitterId: appUser.id };
 const have = (await rowsOf<{ n: number }>(sql`select count(*)::int as n from submissions where form_id = ${f.id}`))[0]!.n;
 console.log(`database: ${database.kind}${database.kind === 'pglite' ? ' (in memory; the targets are for PostgreSQL)' : ''}`);
-if (have < N) {
+if (!LISTS.has('submissions')) console.log('submissions skipped (BENCH_LISTS)');
+else if (have < N) {
   const gen = templateGenerator(soak.template, target.fields);
   const s = await seedSubmissions(database, target, { from: have, to: N, generate: () => gen(), epochMs: Date.now() - 86_400_000 * 30, progress: true });
   console.log(`seeded ${N - have} ${SOAK_FORM_ID} submissions in ${s.toFixed(1)} s`);
@@ -86,11 +95,11 @@ await new Promise<void>((r) => server.once('listening', () => r()));
 const { port } = server.address() as AddressInfo;
 const url = `http://127.0.0.1:${port}${P}/forms/${SOAK_FORM_ID}/submissions`;
 
-// The client counts rows as they arrive (`{"instanceId":` opens each row; the version's object opens with submitterId).
+// The client counts rows as they arrive (\`marker\` opens each row: \`{"instanceId":\` for submissions, whose version's object opens with submitterId).
 const clientCode = `
 const { parentPort } = require('node:worker_threads');
 const http = require('node:http');
-parentPort.on('message', ({ url, headers, keepBody }) => {
+parentPort.on('message', ({ url, headers, keepBody, marker }) => {
   const start = performance.now();
   let peak = process.memoryUsage.rss();
   const timer = setInterval(() => { peak = Math.max(peak, process.memoryUsage.rss()); }, 20);
@@ -103,8 +112,8 @@ parentPort.on('message', ({ url, headers, keepBody }) => {
       if (keepBody) chunks.push(c);
       const s = tail + c.toString('latin1');
       let i = -1;
-      while ((i = s.indexOf('{"instanceId":', i + 1)) >= 0) rows += 1;
-      tail = s.slice(-13);
+      while ((i = s.indexOf(marker, i + 1)) >= 0) rows += 1;
+      tail = s.slice(-(marker.length - 1));
     });
     res.on('end', () => {
       clearInterval(timer);
@@ -116,16 +125,16 @@ parentPort.on('message', ({ url, headers, keepBody }) => {
 `;
 const worker = new Worker(clientCode, { eval: true });
 interface Got { status: number; ttfb: number; ms: number; bytes: number; rows: number; peak: number; body: string | null }
-const get = (headers: Record<string, string>, keepBody: boolean) => new Promise<Got>((resolve) => {
+const get = (headers: Record<string, string>, keepBody: boolean, to = url, marker = '{"instanceId":') => new Promise<Got>((resolve) => {
   worker.once('message', resolve);
-  worker.postMessage({ url, headers: { ...auth, ...headers }, keepBody });
+  worker.postMessage({ url: to, headers: { ...auth, ...headers }, keepBody, marker });
 });
 
 const mb = (b: number) => b / 1024 / 1024;
 const runs: Array<{ label: string; g: Got; base: number }> = [];
 let bad = false;
 const loadBefore = loadavg()[0]!;
-for (let i = 0; i < ITER + 1; i += 1) {
+for (let i = 0; i < (LISTS.has('submissions') ? ITER + 1 : 0); i += 1) {
   const extended = i === ITER;
   gc();
   await new Promise((r) => setTimeout(r, 200));
@@ -148,24 +157,91 @@ for (let i = 0; i < ITER + 1; i += 1) {
 }
 const loadAfter = loadavg()[0]!;
 
-console.log(`\nGET F/submissions, ${N} submissions of ${SOAK_FORM_ID}`);
-console.log('run        TTFB ms   s      rows/s   MB/s   RSS base MB  peak MB  growth MB   TTFB÷200  50000÷rows/s  growth÷50');
-for (const { label, g, base } of runs) {
-  const rps = g.rows / (g.ms / 1000);
-  const growth = mb(g.peak - base);
-  console.log(`${label.padEnd(10)} ${g.ttfb.toFixed(0).padStart(7)}  ${(g.ms / 1000).toFixed(2).padStart(5)}  ${rps.toFixed(0).padStart(7)}  ${(mb(g.bytes) / (g.ms / 1000)).toFixed(1).padStart(5)}  ` +
-    `${mb(base).toFixed(0).padStart(11)}  ${mb(g.peak).toFixed(0).padStart(7)}  ${growth.toFixed(1).padStart(9)}   ${(g.ttfb / TTFB_MS).toFixed(2).padStart(8)}  ${(ROWS_PER_S / rps).toFixed(2).padStart(12)}  ${(growth / RSS_MB).toFixed(2).padStart(9)}`);
-}
-const plain = runs.filter((r) => r.label.startsWith('plain'));
-const worst = {
-  ttfb: Math.max(...plain.map((r) => r.g.ttfb)),
-  rps: Math.min(...plain.map((r) => r.g.rows / (r.g.ms / 1000))),
-  growth: Math.max(...plain.map((r) => mb(r.g.peak - r.base))),
+// The other streamed lists.
+const origin = `http://127.0.0.1:${port}`;
+const others: Array<{ label: string; g: Got; base: number; n: number }> = [];
+const seedOther = async (list: string): Promise<{ path: string; marker: string; n: number }> => {
+  const tag = `bench-lists-${process.pid}`;
+  if (list === 'users') {
+    await db.execute(sql`with g as (select g, gen_random_uuid()::text as actee from generate_series(1, ${OTHER_N}) g),
+      a as (insert into actees (id, species) select actee, 'user' from g returning 1),
+      b as (insert into actors (type, display_name, actee_id) select 'user', ${tag} || ' ' || g, actee from g returning id, display_name)
+      insert into users (actor_id, email) select id, replace(display_name, ' ', '.') || '@example.org' from b`);
+    const [{ n }] = await rowsOf<{ n: number }>(sql`select count(*)::int as n from users u join actors a on a.id = u.actor_id where not u.deleted and a.deleted_at is null`) as [{ n: number }];
+    return { path: '/v1/users', marker: '{"email":', n };
+  }
+  if (list === 'app-users') {
+    await db.execute(sql`with g as (select g, gen_random_uuid()::text as actee from generate_series(1, ${OTHER_N}) g),
+      a as (insert into actees (id, species) select actee, 'field_key' from g returning 1),
+      b as (insert into actors (type, display_name, actee_id) select 'field_key', ${tag} || ' ' || g, actee from g returning id)
+      insert into field_keys (actor_id, project_id, created_by, token) select id, ${project.id}, id, md5(id::text) from b`);
+    const [{ n }] = await rowsOf<{ n: number }>(sql`select count(*)::int as n from field_keys k join actors a on a.id = k.actor_id where k.project_id = ${project.id} and a.deleted_at is null`) as [{ n: number }];
+    return { path: `${P}/app-users`, marker: '{"projectId":', n };
+  }
+  if (list === 'audits') {
+    await db.execute(sql`insert into audits (action, actee_id, details, logged_at)
+      select 'project.update', (select actee_id from projects where id = ${project.id}), jsonb_build_object('g', g), now() - g * interval '1 ms'
+      from generate_series(1, ${OTHER_N}) g`);
+    const [{ n }] = await rowsOf<{ n: number }>(sql`select count(*)::int as n from audits`) as [{ n: number }];
+    return { path: '/v1/audits', marker: '{"actorId":', n };
+  }
+  if (list === 'entities') {
+    const name = `people${process.pid}`;
+    await call('POST', `${P}/datasets`, JSON.stringify({ name }), { 'Content-Type': 'application/json' });
+    for (let i = 0; i < OTHER_N; i += 10_000) {
+      const entities = Array.from({ length: Math.min(10_000, OTHER_N - i) }, (_, k) => ({ label: `Person ${i + k}`, data: {} }));
+      await call('POST', `${P}/datasets/${name}/entities`, JSON.stringify({ entities, source: { name: 'bench.csv', size: 1 } }), { 'Content-Type': 'application/json' });
+    }
+    return { path: `${P}/datasets/${name}/entities`, marker: '{"uuid":', n: OTHER_N };
+  }
+  throw new Error(`unknown list ${list} in BENCH_LISTS`);
 };
-console.log(`worst plain run: TTFB ${worst.ttfb.toFixed(0)} ms (target < ${TTFB_MS}: ${worst.ttfb < TTFB_MS ? 'met' : 'NOT met'}), ` +
-  `${worst.rps.toFixed(0)} rows/s (target ≥ ${ROWS_PER_S}: ${worst.rps >= ROWS_PER_S ? 'met' : 'NOT met'}), ` +
-  `RSS growth ${worst.growth.toFixed(1)} MB (target < ${RSS_MB}: ${worst.growth < RSS_MB ? 'met' : 'NOT met'})`);
-console.log(`load average (1 min) ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after, on ${cpus().length} CPUs`);
+for (const list of ['users', 'app-users', 'audits', 'entities'].filter((l) => LISTS.has(l))) {
+  const { path, marker, n } = await seedOther(list);
+  for (const extended of [false, true]) {
+    gc();
+    await new Promise((r) => setTimeout(r, 200));
+    const base = process.memoryUsage.rss();
+    const g = await get(extended ? { 'X-Extended-Metadata': 'true' } : {}, false, `${origin}${path}`, marker);
+    if (g.status !== 200 || g.rows !== n) {
+      bad = true;
+      console.log(`FAILED ${list}: status ${g.status}, ${g.rows} rows (expected ${n})`);
+    }
+    others.push({ label: `${list}${extended ? ' ext' : ''}`, g, base, n });
+  }
+}
+const loadOthers = loadavg()[0]!;
+
+if (runs.length > 0) {
+  console.log(`\nGET F/submissions, ${N} submissions of ${SOAK_FORM_ID}`);
+  console.log('run        TTFB ms   s      rows/s   MB/s   RSS base MB  peak MB  growth MB   TTFB÷200  50000÷rows/s  growth÷50');
+  for (const { label, g, base } of runs) {
+    const rps = g.rows / (g.ms / 1000);
+    const growth = mb(g.peak - base);
+    console.log(`${label.padEnd(10)} ${g.ttfb.toFixed(0).padStart(7)}  ${(g.ms / 1000).toFixed(2).padStart(5)}  ${rps.toFixed(0).padStart(7)}  ${(mb(g.bytes) / (g.ms / 1000)).toFixed(1).padStart(5)}  ` +
+      `${mb(base).toFixed(0).padStart(11)}  ${mb(g.peak).toFixed(0).padStart(7)}  ${growth.toFixed(1).padStart(9)}   ${(g.ttfb / TTFB_MS).toFixed(2).padStart(8)}  ${(ROWS_PER_S / rps).toFixed(2).padStart(12)}  ${(growth / RSS_MB).toFixed(2).padStart(9)}`);
+  }
+  const plain = runs.filter((r) => r.label.startsWith('plain'));
+  const worst = {
+    ttfb: Math.max(...plain.map((r) => r.g.ttfb)),
+    rps: Math.min(...plain.map((r) => r.g.rows / (r.g.ms / 1000))),
+    growth: Math.max(...plain.map((r) => mb(r.g.peak - r.base))),
+  };
+  console.log(`worst plain run: TTFB ${worst.ttfb.toFixed(0)} ms (target < ${TTFB_MS}: ${worst.ttfb < TTFB_MS ? 'met' : 'NOT met'}), ` +
+    `${worst.rps.toFixed(0)} rows/s (target ≥ ${ROWS_PER_S}: ${worst.rps >= ROWS_PER_S ? 'met' : 'NOT met'}), ` +
+    `RSS growth ${worst.growth.toFixed(1)} MB (target < ${RSS_MB}: ${worst.growth < RSS_MB ? 'met' : 'NOT met'})`);
+  console.log(`load average (1 min) ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after, on ${cpus().length} CPUs`);
+}
+if (others.length > 0) {
+  console.log(`\nother streamed lists (BENCH_OTHER_N ${OTHER_N})`);
+  console.log('list             rows    TTFB ms   s      rows/s   MB/s   RSS base MB  peak MB  growth MB');
+  for (const { label, g, base } of others) {
+    const rps = g.rows / (g.ms / 1000);
+    console.log(`${label.padEnd(15)} ${String(g.rows).padStart(6)}  ${g.ttfb.toFixed(0).padStart(7)}  ${(g.ms / 1000).toFixed(2).padStart(5)}  ${rps.toFixed(0).padStart(7)}  ` +
+      `${(mb(g.bytes) / (g.ms / 1000)).toFixed(1).padStart(5)}  ${mb(base).toFixed(0).padStart(11)}  ${mb(g.peak).toFixed(0).padStart(7)}  ${mb(g.peak - base).toFixed(1).padStart(9)}`);
+  }
+  console.log(`load average (1 min) ${loadOthers.toFixed(2)} after the other lists`);
+}
 await new Promise((r) => server.close(r));
 await worker.terminate();
 await database.close();
