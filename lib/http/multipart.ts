@@ -3,7 +3,6 @@ import { concatBytes } from '../bytes';
 import { discardStaged, stagePart, type StagedBlob } from '../blobs/staged';
 import { problems } from '../problem';
 import type { AppEnv } from './app';
-import { countedBody } from './body';
 
 /** More parts than any real submission has (Collect sends one per media file). */
 const MAX_PARTS = 1000;
@@ -94,6 +93,120 @@ function parseHead(block: Uint8Array): PartHead {
 }
 
 /**
+ * A pull source of body chunks: a Web stream's reader has this shape, and so does `nodeBodyReader`.
+ * `cancel` is called once the parser is done with the body (read to its end or not).
+ */
+export interface ChunkReader {
+  read(): Promise<{ done: true; value?: Uint8Array } | { done: false; value: Uint8Array }>;
+  cancel(): Promise<void>;
+}
+
+/** What `nodeBodyReader` uses of a Node Readable (the local server's IncomingMessage). */
+interface NodeReadable {
+  read(): Uint8Array | null;
+  readonly readableEnded: boolean;
+  readonly readableFlowing: boolean | null;
+  readonly readableDidRead: boolean;
+  readonly errored: Error | null;
+  readonly destroyed: boolean;
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  off(event: string, listener: (...args: never[]) => void): unknown;
+}
+
+/**
+ * The request's Node IncomingMessage (@hono/node-server passes it as the `incoming` binding) when
+ * nothing has started reading it, else null. Reading it directly spares the Web Streams layers
+ * (node-server's Request body over Readable.toWeb, then a counting TransformStream), which cost
+ * more main-thread CPU than parsing a submission's multipart body itself.
+ */
+function untouchedIncoming(c: Context<AppEnv>): NodeReadable | null {
+  const r = (c.env as Record<string, unknown> | undefined)?.incoming as Partial<NodeReadable> | undefined;
+  if (!r || typeof r.read !== 'function' || typeof r.on !== 'function' || typeof r.off !== 'function') return null;
+  // Flowing set (a Web stream over it exists) or data already read: someone else owns the body.
+  if (r.readableFlowing !== null || r.readableDidRead !== false || r.destroyed) return null;
+  return r as NodeReadable;
+}
+
+/**
+ * A ChunkReader over a Node Readable, read in paused mode (`read()` on 'readable'). A body that
+ * ends early (the client went away) rejects with the stream's error or MultipartError. `cancel`
+ * reads nothing more: node-server drains an unread rest once the response is sent.
+ */
+function nodeBodyReader(r: NodeReadable): ChunkReader {
+  return {
+    read() {
+      if (r.errored) return Promise.reject(r.errored);
+      if (r.readableEnded) return Promise.resolve({ done: true });
+      const first = r.read();
+      if (first !== null) return Promise.resolve({ done: false, value: first });
+      return new Promise((resolve, reject) => {
+        const settle = () => {
+          r.off('readable', onReadable);
+          r.off('end', onEnd);
+          r.off('error', onError);
+          r.off('close', onClose);
+        };
+        const onReadable = () => {
+          const chunk = r.read();
+          if (chunk === null) return; // the end: 'end' follows
+          settle();
+          resolve({ done: false, value: chunk });
+        };
+        const onEnd = () => {
+          settle();
+          resolve({ done: true });
+        };
+        const onError = (err: Error) => {
+          settle();
+          reject(err);
+        };
+        const onClose = () => {
+          settle();
+          if (r.readableEnded) resolve({ done: true });
+          else reject(r.errored ?? new MultipartError('Unexpected end of form'));
+        };
+        r.on('readable', onReadable);
+        r.on('end', onEnd);
+        r.on('error', onError);
+        r.on('close', onClose);
+      });
+    },
+    cancel: () => Promise.resolve(),
+  };
+}
+
+/**
+ * The request body as a ChunkReader that counts as it reads: past `limit` bytes `read` rejects
+ * with `tooLarge()` and `over()` turns true. The local server's IncomingMessage is read directly
+ * (`untouchedIncoming`); elsewhere (Workers, Lambda, in-process requests) the Request's stream.
+ * @throws `tooLarge()` when the declared Content-Length passes `limit`.
+ */
+function countedReader(c: Context<AppEnv>, limit: number, tooLarge: () => Error): { reader: ChunkReader; over: () => boolean } {
+  if (Number(c.req.header('content-length') ?? '0') > limit) throw tooLarge();
+  const incoming = untouchedIncoming(c);
+  const stream = incoming ? null : c.req.raw.body;
+  const inner: ChunkReader | null = incoming ? nodeBodyReader(incoming) : stream ? stream.getReader() : null;
+  let seen = 0;
+  let over = false;
+  const reader: ChunkReader = {
+    async read() {
+      if (!inner) return { done: true };
+      const r = await inner.read();
+      if (!r.done) {
+        seen += r.value.byteLength;
+        if (seen > limit) {
+          over = true;
+          throw tooLarge();
+        }
+      }
+      return r;
+    },
+    cancel: () => (inner ? inner.cancel() : Promise.resolve()),
+  };
+  return { reader, over: () => over };
+}
+
+/**
  * Parses a multipart/form-data body as it streams (RFC 7578), handing each part's body to the sink
  * `onPart` returns, chunk by chunk: memory is the current chunk plus a boundary's length, whatever
  * the parts' sizes. Works on any Web Streams runtime (Node, Workers).
@@ -102,13 +215,13 @@ function parseHead(block: Uint8Array): PartHead {
  *   end before the closing boundary); errors of the stream or of a sink as they are.
  */
 export async function parseMultipart(
-  body: ReadableStream<Uint8Array>, boundary: string, onPart: (head: PartHead) => PartSink | Promise<PartSink>,
+  body: ReadableStream<Uint8Array> | ChunkReader, boundary: string, onPart: (head: PartHead) => PartSink | Promise<PartSink>,
 ): Promise<void> {
   const enc = new TextEncoder();
   const dash = enc.encode(`--${boundary}`);
   // Inside a body the delimiter is CRLF--boundary; the first one may start the stream directly.
   const delimiter = enc.encode(`\r\n--${boundary}`);
-  const reader = body.getReader();
+  const reader: ChunkReader = body instanceof ReadableStream ? body.getReader() : body;
   let buf: Uint8Array = new Uint8Array(0);
   let ended = false;
   /** Reads one more chunk onto `buf`; false at the end of the stream. */
@@ -255,8 +368,8 @@ export async function readOpenRosaMultipart(c: Context<AppEnv>): Promise<{
   const ctx = c.var.ctx;
   const max = ctx.config.MAX_UPLOAD_BYTES;
   const tooLarge = () => problems.submission.tooLarge({ limit: max });
-  // A chunked body declares no length: count while reading (lib/http/body.ts).
-  const { stream: counted, over } = countedBody(c, max, tooLarge);
+  // A chunked body declares no length: count while reading.
+  const { reader, over } = countedReader(c, max, tooLarge);
   // Set by the xml_submission_file part's sink (a later one replaces an earlier one).
   const found: { xml: Uint8Array | null; text: boolean } = { xml: null, text: false };
   const files: OpenRosaFile[] = [];
@@ -266,7 +379,7 @@ export async function readOpenRosaMultipart(c: Context<AppEnv>): Promise<{
   let size = 0;
   const ignore: PartSink = { write() {}, end() {} };
   try {
-    await parseMultipart(counted ?? new ReadableStream({ start: (ctl) => ctl.close() }), boundary, (head) => {
+    await parseMultipart(reader, boundary, (head) => {
       parts += 1;
       if (parts > MAX_PARTS) throw problems.submission.multipartParsingFailed(`more than ${MAX_PARTS} parts`);
       if (head.name === 'xml_submission_file') {
