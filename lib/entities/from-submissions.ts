@@ -279,18 +279,56 @@ async function createFromSubmission(
   const [taken] = await tx.db.select().from(entities).where(eq(entities.uuid, uuid));
   if (taken?.deletedAt) throw entityUniquenessViolationWithDeleted({ entityUuids: [uuid] });
   if (taken) throw problems.user.uniquenessViolation({ fields: ['uuid'], values: [uuid] });
-  const { insertEntities } = await entitiesModule();
-  const [created] = await insertEntities(tx, dataset.id, [{ uuid, label, data, dataReceived: { ...data, label } }],
-    await source(), { creatorId: sub.def.submitterId, userAgent: sub.def.userAgent }, {
-      branchId: branch.branchId, trunkVersion: branch.trunkVersion,
-      // A forced update-as-create keeps its place in the branch, so the branch's next update finds it.
-      ...(ev.force === true && baseVersion != null ? { branchBaseVersion: Number(baseVersion) } : {}),
-    });
-  await writeAudit(tx, ev.actorId, 'entity.create', dataset.acteeId, {
-    entityId: created!.entity.id, entityDefId: created!.def.id, entity: { uuid, dataset: dataset.name },
-    submissionId: sub.sub.id, submissionDefId: sub.def.id,
-  });
-  return created!;
+  const sourceId = await source();
+  // The entity, its first version and the entity.create audit in one statement (approvals and
+  // receipts come here one by one; a round trip each adds up).
+  const now = new Date().toISOString();
+  const creatorId = sub.def.submitterId;
+  // A forced update-as-create keeps its place in the branch, so the branch's next update finds it.
+  const branchBaseVersion = ev.force === true && baseVersion != null ? Number(baseVersion) : null;
+  const res = await tx.db.execute(sql`with e as (
+      insert into entities (uuid, dataset_id, creator_id, created_at)
+      values (${uuid}::text, ${dataset.id}::int, ${creatorId}::int, ${now}::timestamptz) returning *),
+    d as (
+      insert into entity_defs (entity_id, source_id, current, version, label, data, data_received, creator_id, user_agent, created_at,
+        branch_id, trunk_version, branch_base_version)
+      select e.id, ${sourceId}::int, true, 1, ${label}::text, ${JSON.stringify(data)}::jsonb, ${JSON.stringify({ ...data, label })}::jsonb,
+        ${creatorId}::int, ${sub.def.userAgent}::text, ${now}::timestamptz, ${branch.branchId}::text, ${branch.trunkVersion}::int, ${branchBaseVersion}::int
+      from e returning *),
+    a as (
+      insert into audits (actor_id, action, actee_id, details)
+      select ${ev.actorId}::int, 'entity.create', ${dataset.acteeId}::text, jsonb_build_object('entityId', e.id, 'entityDefId', d.id,
+        'entity', jsonb_build_object('uuid', ${uuid}::text, 'dataset', ${dataset.name}::text),
+        'submissionId', ${sub.sub.id}::int, 'submissionDefId', ${sub.def.id}::int)
+      from e, d returning id)
+    select row_to_json(e) as e, row_to_json(d) as d, (select count(*) from a) as audited from e, d`);
+  const row = ((Array.isArray(res) ? res : (res as unknown as { rows: unknown[] }).rows) as Array<{ e: unknown; d: unknown }>)[0]!;
+  return { entity: entityRowFromJson(parseJsonValue(row.e)), def: entityDefRowFromJson(parseJsonValue(row.d)) };
+}
+
+const parseJsonValue = (v: unknown): Record<string, unknown> => (typeof v === 'string' ? JSON.parse(v) as Record<string, unknown> : v as Record<string, unknown>);
+const dateOrNull = (v: unknown) => (v == null ? null : new Date(v as string));
+
+/** An entities row from row_to_json (snake_case, timestamps as text). Pure. */
+function entityRowFromJson(r: Record<string, unknown>): EntityRow {
+  return {
+    id: Number(r.id), uuid: r.uuid as string, datasetId: Number(r.dataset_id), creatorId: r.creator_id == null ? null : Number(r.creator_id),
+    conflict: (r.conflict ?? null) as EntityRow['conflict'], createdAt: new Date(r.created_at as string),
+    updatedAt: dateOrNull(r.updated_at), deletedAt: dateOrNull(r.deleted_at),
+  };
+}
+
+/** An entity_defs row from row_to_json (snake_case, timestamps as text). Pure. */
+function entityDefRowFromJson(r: Record<string, unknown>): EntityDefRow {
+  const int = (v: unknown) => (v == null ? null : Number(v));
+  return {
+    id: Number(r.id), entityId: Number(r.entity_id), sourceId: int(r.source_id), current: r.current as boolean, version: Number(r.version),
+    baseVersion: int(r.base_version), label: r.label as string, data: r.data as Record<string, string>,
+    dataReceived: r.data_received as Record<string, string>, conflictingProperties: (r.conflicting_properties ?? null) as string[] | null,
+    conflict: (r.conflict ?? null) as EntityDefRow['conflict'], branchId: (r.branch_id ?? null) as string | null,
+    trunkVersion: int(r.trunk_version), branchBaseVersion: int(r.branch_base_version), creatorId: int(r.creator_id),
+    userAgent: (r.user_agent ?? null) as string | null, createdAt: new Date(r.created_at as string),
+  };
 }
 
 function branchOf(e: SubmissionEntity): { branchId: string | null; trunkVersion: number | null } {
