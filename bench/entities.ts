@@ -15,7 +15,8 @@
  *   devices           BENCH_DEVICES (20) App Users of a form consuming the Dataset (consumeDatasets, people.csv
  *                     linked), concurrently: each downloads the 100,000-row list once (ETag = the manifest's
  *                     hash, checked), then BENCH_SYNCS (10) times GET F/manifest + GET the list with
- *                     If-None-Match (304 checked); p95 of the pair, target < 100 ms
+ *                     If-None-Match (304 checked), from a worker thread (devices are other machines);
+ *                     p95 of the pair, target < 100 ms
  *   approvals         BENCH_APPROVALS (2,000) submissions of simpleEntity into a Dataset that requires
  *                     approval, then BENCH_REVIEWERS (16) concurrent reviewers PATCH reviewState approved;
  *                     approvals/s (target ≥ 300/s); every entity created once (count, distinct uuids, one
@@ -39,6 +40,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { entities, entityDefs, entitySubmissionBacklog } from '../drizzle/schema';
 import { localApp } from '../infra/local/app';
@@ -190,6 +192,48 @@ if (only('integrity')) {
   report('integrity', `${INTEGRITY} ids: p50 ${times[Math.floor(times.length / 2)]!.toFixed(1)} ms, p95 ${p95.toFixed(1)} ms`, p95 / 200);
 }
 
+/**
+ * The devices' sync loop, run in a worker thread: each device (its key URL of the form) asks for
+ * the manifest, then for the entity list with If-None-Match (304 checked), once untimed and then
+ * `syncs` times, all devices at once. Posts `{ pair, single }` (ms) or `{ error }`.
+ */
+const DEVICE_CLIENT = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { urls, syncs, OR } = workerData;
+const manifest = async (url) => {
+  const res = await fetch(url + '/manifest', { headers: OR });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error('manifest: ' + res.status + ' ' + text);
+  const file = /<mediaFile type="entityList">\\s*<filename>people\\.csv<\\/filename>\\s*<hash>md5:([0-9a-f]{32})<\\/hash>\\s*<downloadUrl>([^<]+)<\\/downloadUrl>/.exec(text);
+  if (!file) throw new Error('manifest without people.csv: ' + text);
+  return { hash: file[1], url: file[2].replace(/&amp;/g, '&') };
+};
+(async () => {
+  const pair = [], single = [];
+  // One untimed sync each first (as the other cases' warm-ups): the first 304 and manifest of each
+  // pooled connection prepare their statements.
+  await Promise.all(urls.map(async (url) => {
+    const m = await manifest(url);
+    const res = await fetch(m.url, { headers: { ...OR, 'If-None-Match': '"' + m.hash + '"' } });
+    await res.arrayBuffer();
+  }));
+  await Promise.all(urls.map(async (url) => {
+    for (let i = 0; i < syncs; i += 1) {
+      const start = performance.now();
+      const m = await manifest(url);
+      const mid = performance.now();
+      const res = await fetch(m.url, { headers: { ...OR, 'If-None-Match': '"' + m.hash + '"' } });
+      await res.arrayBuffer();
+      const end = performance.now();
+      if (res.status !== 304) throw new Error('conditional list: ' + res.status);
+      pair.push(end - start);
+      single.push(mid - start, end - mid);
+    }
+  }));
+  parentPort.postMessage({ pair, single });
+})().catch((err) => parentPort.postMessage({ error: String(err && err.stack || err) }));
+`;
+
 // ─── devices: manifest + unchanged entity list ─────────────────────────────────────────────
 if (only('devices')) {
   await call('POST', `${P}/forms?publish=true&ignoreWarnings=true`, fixture('forms/consumeDatasets.xml'), { 'Content-Type': 'application/xml' });
@@ -226,24 +270,25 @@ if (only('devices')) {
   }));
   const stopDevicesProfile = await profilePhase('devices');
   const devicesCpu = await cpuMeter(backendPids);
-  await Promise.all(tokens.map(async (token) => {
-    for (let i = 0; i < SYNCS; i += 1) {
-      const start = performance.now();
-      const m = await manifest(token);
-      const mid = performance.now();
-      const res = await fetch(m.url, { headers: { ...OR, 'If-None-Match': `"${m.hash}"` } });
-      await res.arrayBuffer();
-      const end = performance.now();
-      if (res.status !== 304) throw new Error(`conditional list: ${res.status}`);
-      pair.push(end - start);
-      single.push(mid - start, end - mid);
-    }
-  }));
+  // The devices run in a worker thread, as real devices are other machines: their HTTP client's
+  // CPU does not queue behind the server's on this thread (the CPU figure and the profile are of
+  // the main thread: the server's alone).
+  const timing = await new Promise<{ pair: number[]; single: number[] }>((resolve, reject) => {
+    const worker = new Worker(DEVICE_CLIENT, { eval: true, workerData: { urls: tokens.map((t) => keyed(t)), syncs: SYNCS, OR } });
+    worker.once('message', (m: { pair: number[]; single: number[] } | { error: string }) => {
+      void worker.terminate();
+      if ('error' in m) reject(new Error(m.error));
+      else resolve(m);
+    });
+    worker.once('error', reject);
+  });
+  pair.push(...timing.pair);
+  single.push(...timing.single);
   const devicesUsed = await devicesCpu();
   await stopDevicesProfile();
   const q = (list: number[], f: number) => [...list].sort((a, b) => a - b)[Math.ceil(f * list.length) - 1]!;
   report('devices 304', `${DEVICES} devices × ${SYNCS}: pair p50 ${q(pair, 0.5).toFixed(1)} ms, p95 ${q(pair, 0.95).toFixed(1)} ms`, q(pair, 0.95) / 100,
-    `per request p95 ${q(single, 0.95).toFixed(1)} ms; first full download (${live.toLocaleString('en')} rows, ${DEVICES} at once) ≤ ${(fullMs / 1000).toFixed(2)} s; CPU per pair: this process ${(devicesUsed.mainMs / pair.length).toFixed(2)} ms, PostgreSQL ${(devicesUsed.pgMs / pair.length).toFixed(2)} ms`);
+    `per request p95 ${q(single, 0.95).toFixed(1)} ms; first full download (${live.toLocaleString('en')} rows, ${DEVICES} at once) ≤ ${(fullMs / 1000).toFixed(2)} s; CPU per pair: server thread ${(devicesUsed.mainMs / pair.length).toFixed(2)} ms, PostgreSQL ${(devicesUsed.pgMs / pair.length).toFixed(2)} ms`);
 }
 
 // ─── approvals ──────────────────────────────────────────────────────────────────────────────
