@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import { concatBytes } from '../bytes';
 import { Problem, problems } from '../problem';
 import type { AppEnv } from './app';
+import type { ChunkReader } from './multipart';
 
 /**
  * Reads the whole request body, counting bytes while it streams, so a chunked body (no
@@ -161,3 +162,109 @@ function hasNul(value: unknown, depth = 0): boolean {
 
 /** The JSON body for a handler: as peekJsonBody. */
 export const jsonBody = peekJsonBody;
+
+/** What `nodeBodyReader` uses of a Node Readable (the local server's IncomingMessage). */
+interface NodeReadable {
+  read(): Uint8Array | null;
+  readonly readableEnded: boolean;
+  readonly readableFlowing: boolean | null;
+  readonly readableDidRead: boolean;
+  readonly errored: Error | null;
+  readonly destroyed: boolean;
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  off(event: string, listener: (...args: never[]) => void): unknown;
+}
+
+/**
+ * The request's Node IncomingMessage (@hono/node-server passes it as the `incoming` binding) when
+ * nothing has started reading it, else null. Reading it directly spares the Web Streams layers
+ * (node-server's Request body over Readable.toWeb, then a counting TransformStream), which cost
+ * more main-thread CPU than parsing a submission's multipart body itself.
+ */
+function untouchedIncoming(c: Context<AppEnv>): NodeReadable | null {
+  const r = (c.env as Record<string, unknown> | undefined)?.incoming as Partial<NodeReadable> | undefined;
+  if (!r || typeof r.read !== 'function' || typeof r.on !== 'function' || typeof r.off !== 'function') return null;
+  // Flowing set (a Web stream over it exists) or data already read: someone else owns the body.
+  if (r.readableFlowing !== null || r.readableDidRead !== false || r.destroyed) return null;
+  return r as NodeReadable;
+}
+
+/**
+ * A ChunkReader over a Node Readable, read in paused mode (`read()` on 'readable'). A body that
+ * ends early (the client went away) rejects with the stream's error or MultipartError. `cancel`
+ * reads nothing more: node-server drains an unread rest once the response is sent.
+ */
+function nodeBodyReader(r: NodeReadable, endedEarly: () => Error): ChunkReader {
+  return {
+    read() {
+      if (r.errored) return Promise.reject(r.errored);
+      if (r.readableEnded) return Promise.resolve({ done: true });
+      const first = r.read();
+      if (first !== null) return Promise.resolve({ done: false, value: first });
+      return new Promise((resolve, reject) => {
+        const settle = () => {
+          r.off('readable', onReadable);
+          r.off('end', onEnd);
+          r.off('error', onError);
+          r.off('close', onClose);
+        };
+        const onReadable = () => {
+          const chunk = r.read();
+          if (chunk === null) return; // the end: 'end' follows
+          settle();
+          resolve({ done: false, value: chunk });
+        };
+        const onEnd = () => {
+          settle();
+          resolve({ done: true });
+        };
+        const onError = (err: Error) => {
+          settle();
+          reject(err);
+        };
+        const onClose = () => {
+          settle();
+          if (r.readableEnded) resolve({ done: true });
+          else reject(r.errored ?? endedEarly());
+        };
+        r.on('readable', onReadable);
+        r.on('end', onEnd);
+        r.on('error', onError);
+        r.on('close', onClose);
+      });
+    },
+    cancel: () => Promise.resolve(),
+  };
+}
+
+/**
+ * The request body as a ChunkReader that counts as it reads: past `limit` bytes `read` rejects
+ * with `tooLarge()` and `over()` turns true. The local server's IncomingMessage is read directly
+ * (`untouchedIncoming`); elsewhere (Workers, Lambda, in-process requests) the Request's stream.
+ * A body that ends early on the Node path rejects with `endedEarly()` (or the stream's error).
+ * @throws `tooLarge()` when the declared Content-Length passes `limit`.
+ */
+export function countedBodyReader(c: Context<AppEnv>, limit: number, tooLarge: () => Error, endedEarly: () => Error): { reader: ChunkReader; over: () => boolean } {
+  if (Number(c.req.header('content-length') ?? '0') > limit) throw tooLarge();
+  const incoming = untouchedIncoming(c);
+  const stream = incoming ? null : c.req.raw.body;
+  const inner: ChunkReader | null = incoming ? nodeBodyReader(incoming, endedEarly) : stream ? stream.getReader() : null;
+  let seen = 0;
+  let over = false;
+  const reader: ChunkReader = {
+    async read() {
+      if (!inner) return { done: true };
+      const r = await inner.read();
+      if (!r.done) {
+        seen += r.value.byteLength;
+        if (seen > limit) {
+          over = true;
+          throw tooLarge();
+        }
+      }
+      return r;
+    },
+    cancel: () => (inner ? inner.cancel() : Promise.resolve()),
+  };
+  return { reader, over: () => over };
+}

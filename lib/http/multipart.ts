@@ -3,6 +3,7 @@ import { concatBytes } from '../bytes';
 import { discardStaged, stagePart, type StagedBlob } from '../blobs/staged';
 import { problems } from '../problem';
 import type { AppEnv } from './app';
+import { countedBodyReader } from './body';
 
 /** More parts than any real submission has (Collect sends one per media file). */
 const MAX_PARTS = 1000;
@@ -99,111 +100,6 @@ function parseHead(block: Uint8Array): PartHead {
 export interface ChunkReader {
   read(): Promise<{ done: true; value?: Uint8Array } | { done: false; value: Uint8Array }>;
   cancel(): Promise<void>;
-}
-
-/** What `nodeBodyReader` uses of a Node Readable (the local server's IncomingMessage). */
-interface NodeReadable {
-  read(): Uint8Array | null;
-  readonly readableEnded: boolean;
-  readonly readableFlowing: boolean | null;
-  readonly readableDidRead: boolean;
-  readonly errored: Error | null;
-  readonly destroyed: boolean;
-  on(event: string, listener: (...args: never[]) => void): unknown;
-  off(event: string, listener: (...args: never[]) => void): unknown;
-}
-
-/**
- * The request's Node IncomingMessage (@hono/node-server passes it as the `incoming` binding) when
- * nothing has started reading it, else null. Reading it directly spares the Web Streams layers
- * (node-server's Request body over Readable.toWeb, then a counting TransformStream), which cost
- * more main-thread CPU than parsing a submission's multipart body itself.
- */
-function untouchedIncoming(c: Context<AppEnv>): NodeReadable | null {
-  const r = (c.env as Record<string, unknown> | undefined)?.incoming as Partial<NodeReadable> | undefined;
-  if (!r || typeof r.read !== 'function' || typeof r.on !== 'function' || typeof r.off !== 'function') return null;
-  // Flowing set (a Web stream over it exists) or data already read: someone else owns the body.
-  if (r.readableFlowing !== null || r.readableDidRead !== false || r.destroyed) return null;
-  return r as NodeReadable;
-}
-
-/**
- * A ChunkReader over a Node Readable, read in paused mode (`read()` on 'readable'). A body that
- * ends early (the client went away) rejects with the stream's error or MultipartError. `cancel`
- * reads nothing more: node-server drains an unread rest once the response is sent.
- */
-function nodeBodyReader(r: NodeReadable): ChunkReader {
-  return {
-    read() {
-      if (r.errored) return Promise.reject(r.errored);
-      if (r.readableEnded) return Promise.resolve({ done: true });
-      const first = r.read();
-      if (first !== null) return Promise.resolve({ done: false, value: first });
-      return new Promise((resolve, reject) => {
-        const settle = () => {
-          r.off('readable', onReadable);
-          r.off('end', onEnd);
-          r.off('error', onError);
-          r.off('close', onClose);
-        };
-        const onReadable = () => {
-          const chunk = r.read();
-          if (chunk === null) return; // the end: 'end' follows
-          settle();
-          resolve({ done: false, value: chunk });
-        };
-        const onEnd = () => {
-          settle();
-          resolve({ done: true });
-        };
-        const onError = (err: Error) => {
-          settle();
-          reject(err);
-        };
-        const onClose = () => {
-          settle();
-          if (r.readableEnded) resolve({ done: true });
-          else reject(r.errored ?? new MultipartError('Unexpected end of form'));
-        };
-        r.on('readable', onReadable);
-        r.on('end', onEnd);
-        r.on('error', onError);
-        r.on('close', onClose);
-      });
-    },
-    cancel: () => Promise.resolve(),
-  };
-}
-
-/**
- * The request body as a ChunkReader that counts as it reads: past `limit` bytes `read` rejects
- * with `tooLarge()` and `over()` turns true. The local server's IncomingMessage is read directly
- * (`untouchedIncoming`); elsewhere (Workers, Lambda, in-process requests) the Request's stream.
- * @throws `tooLarge()` when the declared Content-Length passes `limit`.
- */
-function countedReader(c: Context<AppEnv>, limit: number, tooLarge: () => Error): { reader: ChunkReader; over: () => boolean } {
-  if (Number(c.req.header('content-length') ?? '0') > limit) throw tooLarge();
-  const incoming = untouchedIncoming(c);
-  const stream = incoming ? null : c.req.raw.body;
-  const inner: ChunkReader | null = incoming ? nodeBodyReader(incoming) : stream ? stream.getReader() : null;
-  let seen = 0;
-  let over = false;
-  const reader: ChunkReader = {
-    async read() {
-      if (!inner) return { done: true };
-      const r = await inner.read();
-      if (!r.done) {
-        seen += r.value.byteLength;
-        if (seen > limit) {
-          over = true;
-          throw tooLarge();
-        }
-      }
-      return r;
-    },
-    cancel: () => (inner ? inner.cancel() : Promise.resolve()),
-  };
-  return { reader, over: () => over };
 }
 
 /**
@@ -369,7 +265,7 @@ export async function readOpenRosaMultipart(c: Context<AppEnv>): Promise<{
   const max = ctx.config.MAX_UPLOAD_BYTES;
   const tooLarge = () => problems.submission.tooLarge({ limit: max });
   // A chunked body declares no length: count while reading.
-  const { reader, over } = countedReader(c, max, tooLarge);
+  const { reader, over } = countedBodyReader(c, max, tooLarge, () => new MultipartError('Unexpected end of form'));
   // Set by the xml_submission_file part's sink (a later one replaces an earlier one).
   const found: { xml: Uint8Array | null; text: boolean } = { xml: null, text: false };
   const files: OpenRosaFile[] = [];
