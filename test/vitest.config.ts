@@ -21,6 +21,8 @@ export default defineConfig({
           globalSetup: ['test/browser/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+          // A page in a new tab loads Central's whole UI first: 1 s (the default) is too short on a busy CI box.
+          expect: { poll: { timeout: 10_000 } },
           poolOptions: { forks: { singleFork: true } },
         },
       },
