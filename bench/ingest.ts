@@ -42,6 +42,7 @@ import { nativeAesCfb } from '../lib/runtime/native-crypto';
 import { crc32 as zlibCrc32 } from 'node:zlib';
 import { rawRows } from '../lib/db/raw';
 import { benchAdmin } from './admin';
+import { cpuMeter } from './profile';
 
 const SUBMISSIONS = Number(process.env.BENCH_SUBMISSIONS ?? 5000);
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 16);
@@ -238,32 +239,12 @@ const storedMedia = async (xmlFormId: string) => {
   return row!;
 };
 
-// CPU spent per submission, a figure the other work on a shared box skews far less than the rate:
-// the server's main thread (Linux /proc, its task id is the process id) and the PostgreSQL
-// backends serving this database (pg_stat_activity, then /proc/<pid>/stat), in ms.
-const TICK_MS = 10; // USER_HZ = 100 on Linux
-const threadTicks = (path: string): number => {
-  try {
-    const f = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
-    return Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
-  } catch {
-    return 0;
-  }
-};
+// CPU spent per submission (bench/profile.ts cpuMeter): the server's main thread and the
+// PostgreSQL backends serving this database, a figure the other work on a shared box skews far less than the rate.
 const backendPids = async (): Promise<number[]> => {
   if (database.kind !== 'postgres') return [];
   const rows = await rawRows<{ pid: number }>(database.db, sql`select pid from pg_stat_activity where datname = current_database()`);
   return rows.map((r) => Number(r.pid));
-};
-const cpuSnapshot = async () => {
-  const pids = await backendPids();
-  return { main: threadTicks(`/proc/${process.pid}/task/${process.pid}/stat`), pg: new Map(pids.map((p) => [p, threadTicks(`/proc/${p}/stat`)])) };
-};
-const cpuSince = async (before: Awaited<ReturnType<typeof cpuSnapshot>>) => {
-  const after = await cpuSnapshot();
-  let pg = 0;
-  for (const [pid, ticks] of after.pg) pg += ticks - (before.pg.get(pid) ?? 0);
-  return { mainMs: (after.main - before.main) * TICK_MS, pgMs: pg * TICK_MS };
 };
 
 // CPU profile of the server thread (BENCH_PROFILE=1): self time per function over each timed run.
@@ -303,12 +284,12 @@ for (const run of [
   { label: 'no media', xmlFormId: SOAK_ID, template: soakTemplate, imageBytes: 0 },
   { label: `+${IMAGE_BYTES / 1000} kB image`, xmlFormId: MEDIA_ID, template: mediaTemplate, imageBytes: IMAGE_BYTES },
 ]) {
-  const before = await cpuSnapshot();
+  const cpuSince = await cpuMeter(backendPids);
   if (inspector) await inspect('Profiler.start');
   const r = await load(run.template, run.imageBytes);
   const profile = inspector ? hottest((await inspect<{ profile: { nodes: ProfileNode[] } }>('Profiler.stop')).profile.nodes) : null;
   // Includes building the bodies in the client thread before the clock starts (not on the main thread).
-  const cpu = await cpuSince(before);
+  const cpu = await cpuSince();
   const s = r.samples.sort((a, b) => a - b);
   const rate = s.length / r.elapsed;
   const target = run.imageBytes ? TARGET_MEDIA_PER_S : TARGET_PER_S;
