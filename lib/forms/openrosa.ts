@@ -142,6 +142,14 @@ export const formVerbsSql = () => sql<string[]>`(select coalesce(jsonb_agg(disti
   where ${assignments.actorId} = ${sql.placeholder('actorId')}
     and ${assignments.acteeId} in (${species.all}, ${species.form}, ${forms.acteeId}, ${projects.acteeId}))`;
 
+/**
+ * The condition of the one-round-trip form loads (submission_target, live_form_verbs,
+ * published_attachment_target, lib/submissions' review_target): the live form `xmlFormId`
+ * (placeholder) of the live project `projectId` (placeholder), over `forms` joined with `projects`. Pure.
+ */
+export const liveFormByKey = () => and(eq(projects.id, sql.placeholder('projectId')), isNull(projects.deletedAt),
+  eq(forms.xmlFormId, sql.placeholder('xmlFormId')), isNull(forms.deletedAt));
+
 /** The verbs the request's actor holds on the joined project row itself ('*', 'project', its actee), as JSON. */
 const projectVerbsSql = () => sql<string[]>`(select coalesce(jsonb_agg(distinct v.verb), '[]'::jsonb) from ${assignments}
   inner join ${roles} on ${roles.id} = ${assignments.roleId}
@@ -169,8 +177,7 @@ export async function submissionTarget(ctx: Ctx, projectId: number, xmlFormId: s
       })
       .from(forms)
       .innerJoin(projects, eq(projects.id, forms.projectId))
-      .where(and(eq(projects.id, sql.placeholder('projectId')), isNull(projects.deletedAt),
-        eq(forms.xmlFormId, sql.placeholder('xmlFormId')), isNull(forms.deletedAt)))
+      .where(liveFormByKey())
       .prepare('submission_target'))
       .execute({ projectId, xmlFormId, version, actorId: ctx.auth.actor?.id ?? -1 })
     : [];
@@ -198,8 +205,7 @@ async function liveFormOrNotFound(ctx: Ctx, projectId: number, xmlFormId: string
       })
       .from(forms)
       .innerJoin(projects, eq(projects.id, forms.projectId))
-      .where(and(eq(projects.id, sql.placeholder('projectId')), isNull(projects.deletedAt),
-        eq(forms.xmlFormId, sql.placeholder('xmlFormId')), isNull(forms.deletedAt)))
+      .where(liveFormByKey())
       .prepare('live_form_verbs'))
       .execute({ projectId, xmlFormId, actorId: ctx.auth.actor?.id ?? -1 })
     : [];
@@ -235,8 +241,7 @@ export async function publishedAttachmentTarget(ctx: Ctx, projectId: number, xml
       })
       .from(forms)
       .innerJoin(projects, eq(projects.id, forms.projectId))
-      .where(and(eq(projects.id, sql.placeholder('projectId')), isNull(projects.deletedAt),
-        eq(forms.xmlFormId, sql.placeholder('xmlFormId')), isNull(forms.deletedAt)))
+      .where(liveFormByKey())
       .prepare('published_attachment_target'))
       .execute({ projectId, xmlFormId, name, actorId: ctx.auth.actor?.id ?? -1 })
     : [];

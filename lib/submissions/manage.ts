@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, inArray, isNotNull, lt, sql } from 'drizzle-orm';
 import * as z from 'zod';
-import { actors, audits, comments, formDefs, keys, submissionAttachments, submissionDefs, submissions, type FormRow } from '../../drizzle/schema';
+import { actors, audits, comments, formDefs, forms, keys, projects, submissionAttachments, submissionDefs, submissions, type FormRow } from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
 import { audit } from '../audits/log';
 import { auditJson } from '../audits';
@@ -8,11 +8,9 @@ import { withTx, type Ctx } from '../context';
 import { enqueueJob, withJobs } from '../jobs';
 import { usesEnketo } from '../forms/enketo';
 import { canOnFormOrReject, formActee, formJson, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from '../forms/queries';
-import { formVerbsSql } from '../forms/openrosa';
+import { formVerbsSql, liveFormByKey } from '../forms/openrosa';
 import { primeVerbs } from '../authz/can';
 import { prepared } from '../db/prepared';
-import { forms, projects } from '../../drizzle/schema';
-import { isNull } from 'drizzle-orm';
 import { Problem, problems } from '../problem';
 import { parseInput } from '../validation';
 import { actorsById, getSubmissionOrNotFound } from './queries';
@@ -36,8 +34,7 @@ async function reviewTarget(ctx: Ctx, projectId: number, xmlFormId: string, inst
       })
       .from(forms)
       .innerJoin(projects, eq(projects.id, forms.projectId))
-      .where(and(eq(projects.id, sql.placeholder('projectId')), isNull(projects.deletedAt),
-        eq(forms.xmlFormId, sql.placeholder('xmlFormId')), isNull(forms.deletedAt)))
+      .where(liveFormByKey())
       .prepare('review_target'))
       .execute({ projectId, xmlFormId, instanceId, actorId: ctx.auth.actor?.id ?? -1 })
     : [];
