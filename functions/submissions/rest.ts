@@ -62,7 +62,7 @@ const orMoved = async (c: C, draft: boolean, read: () => Promise<Response>): Pro
 
 export const submissionRestRoutes = newApp();
 // Before `submissions/:instanceId` below, which would otherwise take 'submitters' for an instanceId.
-submissionRestRoutes.get(`${F}/submissions/submitters`, async (c) => c.json(await manage.listSubmitters(c.var.ctx, projectId(c), form(c))));
+submissionRestRoutes.get(`${F}/submissions/submitters`, async (c) => jsonArrayResponse(await manage.listSubmitters(c.var.ctx, projectId(c), form(c))));
 for (const [prefix, draft] of [[`${F}/submissions`, false], [`${F}/draft/submissions`, true]] as const) {
   submissionRestRoutes
     // Streamed as it is read (issue 21): 100,000 submissions in bounded memory, first byte at once.
@@ -119,7 +119,7 @@ submissionRestRoutes
   })
   // Web editing needs Enketo or Web Forms editing; until then, Central's "not supported" (issue 4).
   .get(`${S}/edit`, async (c) => manage.editSubmission(c.var.ctx, projectId(c), form(c), inst(c)))
-  .get(`${S}/comments`, async (c) => c.json(await comments.listComments(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c))))
+  .get(`${S}/comments`, async (c) => jsonArrayResponse(await comments.listComments(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c))))
   .post(`${S}/comments`, async (c) => c.json(await comments.createComment(c.var.ctx, projectId(c), form(c), inst(c), await jsonBody(c))));
 
 // Audits, diffs and versions, of live submissions and of draft (test) ones, as Central routes both.
@@ -130,10 +130,10 @@ for (const [base, draft] of [[S, false], [`${F}/draft/submissions/:instanceId`, 
     .get(`${base}/audits`, async (c) => {
       const rows = await manage.listSubmissionAudits(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c), draft);
       // Extended: events about an entity show it (lib/entities sits above lib/submissions).
-      return c.json(isExtended(c) ? await withEntityDetails(c.var.ctx, rows) : rows);
+      return jsonArrayResponse(rows, isExtended(c) ? (batch) => withEntityDetails(c.var.ctx, batch) : undefined);
     })
     .get(`${base}/diffs`, async (c) => c.json(await versions.diffVersions(c.var.ctx, projectId(c), form(c), inst(c), draft)))
-    .get(`${base}/versions`, async (c) => c.json(await versions.listVersions(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c), draft)))
+    .get(`${base}/versions`, async (c) => jsonArrayResponse(await versions.listVersions(c.var.ctx, projectId(c), form(c), inst(c), isExtended(c), draft)))
     .get(`${base}/versions/:file{[^/]+\\.xml}`, async (c) =>
       xmlResponse(await versions.getVersionXml(c.var.ctx, projectId(c), form(c), inst(c), stringParam(c, 'file').replace(/\.xml$/, ''), draft)))
     .get(V, async (c) => c.json(await versions.getVersion(c.var.ctx, projectId(c), form(c), inst(c), stringParam(c, 'versionId'), isExtended(c), draft)))

@@ -1,10 +1,12 @@
-import { desc, eq } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import * as z from 'zod';
 import { comments, type CommentRow } from '../../drizzle/schema';
 import { actorJson } from '../actors';
 import { audit } from '../audits/log';
 import { withTx, type Ctx } from '../context';
+import { keyset, keysetRead } from '../db/keyset';
 import { canOnFormOrReject, getFormOrNotFound } from '../forms/queries';
+import { mapBatches } from '../http/json-stream';
 import { parseInput } from '../validation';
 import { actorsById, getSubmissionOrNotFound } from './queries';
 
@@ -12,19 +14,27 @@ const commentJson = (c: CommentRow) => ({ body: c.body, actorId: c.actorId, crea
 
 export const CommentInput = z.object({ body: z.string().refine((s) => s.trim().length > 0, 'must not be blank') });
 
+/** A submission's comments, newest first (ties by id). */
+const commentOrder = keyset([{ expr: comments.createdAt, type: 'timestamptz', desc: true }, { expr: comments.id, type: 'int', desc: true }]);
+
 /**
- * Comments on a submission, newest first (GET S/comments); extended adds the `actor`.
- * @returns `[{ body, actorId, createdAt }]` (spec, Comment). @throws 404.1; 401.2/403.1 without
- *   submission.read.
+ * Comments on a submission, newest first (GET S/comments); extended adds the `actor`. Read by
+ * keyset in batches of 1,000 (lib/db/keyset.ts), each batch's actors in one query, for a streamed
+ * answer (lib/http/json-stream.ts).
+ * @returns an async generator of batches of `{ body, actorId, createdAt[, actor] }` (spec, Comment).
+ * @throws 404.1; 401.2/403.1 without submission.read (before the first batch). Reads only.
  */
 export async function listComments(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, extended: boolean) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canOnFormOrReject(ctx, 'submission.read', f);
   const { sub } = await getSubmissionOrNotFound(ctx, f, instanceId, false);
-  const rows = await ctx.db.select().from(comments).where(eq(comments.submissionId, sub.id)).orderBy(desc(comments.createdAt), desc(comments.id));
-  if (!extended) return rows.map(commentJson);
-  const people = await actorsById(ctx, rows.map((r) => r.actorId));
-  return rows.map((r) => ({ ...commentJson(r), actor: people.has(r.actorId) ? actorJson(people.get(r.actorId)!) : null }));
+  const rows = keysetRead(commentOrder, (after, limit) => ctx.db.select({ c: comments, ...commentOrder.fields }).from(comments)
+    .where(and(eq(comments.submissionId, sub.id), after)).orderBy(...commentOrder.orderBy).limit(limit));
+  return mapBatches(rows, async (batch) => {
+    if (!extended) return batch.map((r) => commentJson(r.c));
+    const people = await actorsById(ctx, batch.map((r) => r.c.actorId));
+    return batch.map(({ c }) => ({ ...commentJson(c), actor: people.has(c.actorId) ? actorJson(people.get(c.actorId)!) : null }));
+  });
 }
 
 /**

@@ -10,7 +10,9 @@ import { usesEnketo } from '../forms/enketo';
 import { canOnFormOrReject, formActee, formJson, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from '../forms/queries';
 import { formVerbsSql, liveFormByKey } from '../forms/openrosa';
 import { primeVerbs } from '../authz/can';
+import { keyset, keysetRead } from '../db/keyset';
 import { prepared } from '../db/prepared';
+import { mapBatches } from '../http/json-stream';
 import { Problem, problems } from '../problem';
 import { parseInput } from '../validation';
 import { actorsById, getSubmissionOrNotFound } from './queries';
@@ -134,22 +136,30 @@ export async function editSubmission(ctx: Ctx, projectId: number, xmlFormId: str
   throw problems.internal.notImplemented({ feature: 'submission editing' });
 }
 
+/** Audits newest first (ties by id), as GET /v1/audits. */
+const auditOrder = keyset([{ expr: audits.loggedAt, type: 'timestamptz', desc: true }, { expr: audits.id, type: 'bigint', desc: true }]);
+
 /**
  * A submission's audit log, newest first (GET S/audits, and its draft form): every entry whose details name it
- * (submission.*, comment.create). Extended adds `actor` and `actee` (the Form).
- * @throws 404.1; 401.2/403.1 without submission.read.
+ * (submission.*, comment.create). Extended adds `actor` and `actee` (the Form). Read by keyset in
+ * batches of 1,000 (lib/db/keyset.ts), each batch's actors in one query, for a streamed answer
+ * (lib/http/json-stream.ts).
+ * @returns an async generator of batches of Audit JSON.
+ * @throws 404.1; 401.2/403.1 without submission.read (before the first batch). Reads only.
  */
 export async function listSubmissionAudits(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, extended: boolean, draft = false) {
   const { f, sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId, draft);
-  const rows = await ctx.db
-    .select()
+  const rows = keysetRead(auditOrder, (after, limit) => ctx.db
+    .select({ a: audits, ...auditOrder.fields })
     .from(audits)
-    .where(and(sql`${audits.details} ? 'submissionId'`, sql`((${audits.details} ->> 'submissionId')::int) = ${sub.id}`))
-    .orderBy(desc(audits.loggedAt), desc(audits.id));
-  if (!extended) return rows.map(auditJson);
-  const people = await actorsById(ctx, rows.map((r) => r.actorId));
-  const actee = formJson(f.form, await getDefOrNotFound(ctx, f.form.currentDefId ?? f.form.draftDefId));
-  return rows.map((r) => ({ ...auditJson(r), actor: r.actorId != null && people.has(r.actorId) ? actorJson(people.get(r.actorId)!) : null, actee }));
+    .where(and(sql`${audits.details} ? 'submissionId'`, sql`((${audits.details} ->> 'submissionId')::int) = ${sub.id}`, after))
+    .orderBy(...auditOrder.orderBy).limit(limit));
+  const actee = extended ? formJson(f.form, await getDefOrNotFound(ctx, f.form.currentDefId ?? f.form.draftDefId)) : null;
+  return mapBatches(rows, async (batch) => {
+    if (!extended) return batch.map((r) => auditJson(r.a));
+    const people = await actorsById(ctx, batch.map((r) => r.a.actorId));
+    return batch.map(({ a }) => ({ ...auditJson(a), actor: a.actorId != null && people.has(a.actorId) ? actorJson(people.get(a.actorId)!) : null, actee }));
+  });
 }
 
 /**
@@ -170,9 +180,14 @@ export async function listSubmissionKeys(ctx: Ctx, projectId: number, xmlFormId:
   return rows.map((k) => ({ id: k.id, public: k.public, managed: k.managed ? true : null, hint: k.hint, createdAt: k.createdAt.toISOString() }));
 }
 
+/** Actors by display name (ties by id). */
+const actorOrder = keyset([{ expr: actors.displayName, type: 'text' }, { expr: actors.id, type: 'int' }]);
+
 /**
  * Every Actor who submitted to the form, once each, by display name (GET F/submissions/submitters).
- * @throws 404.1; 401.2/403.1 without submission.read.
+ * Read by keyset in batches of 1,000 (lib/db/keyset.ts) for a streamed answer (lib/http/json-stream.ts).
+ * @returns an async generator of batches of Actor JSON.
+ * @throws 404.1; 401.2/403.1 without submission.read (before the first batch). Reads only.
  */
 export async function listSubmitters(ctx: Ctx, projectId: number, xmlFormId: string) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
@@ -181,8 +196,9 @@ export async function listSubmitters(ctx: Ctx, projectId: number, xmlFormId: str
     .selectDistinct({ id: submissions.submitterId })
     .from(submissions)
     .where(and(eq(submissions.formId, f.form.id), eq(submissions.draft, false), isNotNull(submissions.submitterId)));
-  const rows = await ctx.db.select().from(actors).where(inArray(actors.id, ids)).orderBy(asc(actors.displayName), asc(actors.id));
-  return rows.map(actorJson);
+  const rows = keysetRead(actorOrder, (after, limit) => ctx.db.select({ a: actors, ...actorOrder.fields }).from(actors)
+    .where(and(inArray(actors.id, ids), after)).orderBy(...actorOrder.orderBy).limit(limit));
+  return mapBatches(rows, (batch) => batch.map((r) => actorJson(r.a)));
 }
 
 /** Deletes submissions (ids from a subquery or list) with their versions, attachments and comments. */

@@ -2,7 +2,9 @@ import { and, asc, desc, eq } from 'drizzle-orm';
 import { formDefs, submissionDefs, type SubmissionDefRow } from '../../drizzle/schema';
 import { actorJson } from '../actors';
 import type { Ctx } from '../context';
+import { keyset, keysetRead } from '../db/keyset';
 import { canOnFormOrReject, getFormOrNotFound, type LoadedForm } from '../forms/queries';
+import { mapBatches } from '../http/json-stream';
 import { problems } from '../problem';
 import { diffSubmissionXml, type SubmissionDiffChange } from '../xforms/diff-submissions';
 import type { FormField } from '../xforms/types';
@@ -39,23 +41,31 @@ function versionJson(def: SubmissionDefRow, formVersion: string, submitter?: Ret
   return submitter === undefined ? base : { ...base, submitter, formVersion };
 }
 
+/** A submission's versions, newest first (ties by id). */
+const versionOrder = keyset([{ expr: submissionDefs.createdAt, type: 'timestamptz', desc: true }, { expr: submissionDefs.id, type: 'int', desc: true }]);
+
 /**
  * Versions of a submission, newest first (GET S/versions; `draft` for F/draft/submissions/…); extended
- * adds `submitter` and `formVersion`. @throws 404.1; 401.2/403.1 without submission.read.
+ * adds `submitter` and `formVersion`. Read by keyset in batches of 1,000 (lib/db/keyset.ts), each
+ * batch's submitters in one query, for a streamed answer (lib/http/json-stream.ts).
+ * @returns an async generator of batches of Submission Version JSON.
+ * @throws 404.1; 401.2/403.1 without submission.read (before the first batch). Reads only.
  */
 export async function listVersions(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, extended: boolean, draft = false) {
   const { sub } = await loadReadable(ctx, projectId, xmlFormId, instanceId, draft);
-  const rows = await ctx.db
-    .select({ def: submissionDefs, formVersion: formDefs.version })
+  const rows = keysetRead(versionOrder, (after, limit) => ctx.db
+    .select({ def: submissionDefs, formVersion: formDefs.version, ...versionOrder.fields })
     .from(submissionDefs)
     .innerJoin(formDefs, eq(formDefs.id, submissionDefs.formDefId))
-    .where(eq(submissionDefs.submissionId, sub.id))
-    .orderBy(desc(submissionDefs.createdAt), desc(submissionDefs.id));
-  if (!extended) return rows.map((r) => versionJson(r.def, r.formVersion));
-  const people = await actorsById(ctx, rows.map((r) => r.def.submitterId));
-  return rows.map((r) => {
-    const a = r.def.submitterId == null ? undefined : people.get(r.def.submitterId);
-    return versionJson(r.def, r.formVersion, a ? actorJson(a) : null);
+    .where(and(eq(submissionDefs.submissionId, sub.id), after))
+    .orderBy(...versionOrder.orderBy).limit(limit));
+  return mapBatches(rows, async (batch) => {
+    if (!extended) return batch.map((r) => versionJson(r.def, r.formVersion));
+    const people = await actorsById(ctx, batch.map((r) => r.def.submitterId));
+    return batch.map((r) => {
+      const a = r.def.submitterId == null ? undefined : people.get(r.def.submitterId);
+      return versionJson(r.def, r.formVersion, a ? actorJson(a) : null);
+    });
   });
 }
 

@@ -6,6 +6,9 @@
  * (hundreds of keyset boundaries), is the very answer of the list read in one query (the whole
  * list in memory, as before streaming): the same rows, order and JSON; plain and extended. A
  * failure after the first byte breaks the response off instead of ending a valid-looking array.
+ * Also a submission's comments, versions and audits, a form's submitters and an Entity's versions
+ * (with their conflict fields) and audits. Over HTTP each answer is chunked, without Content-Length,
+ * its first chunk the first batch alone.
  */
 import { readFileSync } from 'node:fs';
 import { sql } from 'drizzle-orm';
@@ -42,7 +45,19 @@ async function sameAsWhole(h: Harness, base: string, path: string, as: Who, head
   const res = await fetch(`${base}${path}`, { headers: { Authorization: `Bearer ${fixtureUsers[as].token}`, Connection: 'close', ...headers } });
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
-  const text = await res.text();
+  // Streamed: chunked, no length known up front, and past a batch the first chunk is the first batch only.
+  expect(res.headers.get('content-length')).toBeNull();
+  expect(res.headers.get('transfer-encoding')).toBe('chunked');
+  const chunks: string[] = [];
+  const reader = res.body!.getReader();
+  const dec = new TextDecoder();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) chunks.push(dec.decode(r.value, { stream: true }));
+  const text = chunks.join('') + dec.decode();
+  if (whole.length > 1000) {
+    expect(chunks.length).toBeGreaterThanOrEqual(2);
+    expect(chunks[0]!.startsWith('[{')).toBe(true);
+    expect(chunks[0]!.endsWith(']')).toBe(false);
+  }
   expect(JSON.parse(text)).toEqual(whole);
   // Byte for byte what c.json wrote before (JSON.stringify of the array).
   expect(text).toBe(JSON.stringify(whole));
@@ -224,6 +239,71 @@ describe('streamed lists match the whole list', () => {
     expect(await sameAsWhole(h, base, `${P}/assignments/forms/app-user`, 'bob', { 'X-Extended-Metadata': 'true' })).toHaveLength(onForms.length);
     expect(await sameAsWhole(h, base, `${F}/assignments`, 'bob')).toHaveLength(1100);
     await sameAsWhole(h, base, '/v1/assignments', 'alice', { 'X-Extended-Metadata': 'true' });
+  }, 240_000);
+});
+
+describe('streamed lists of one submission (comments, versions, audits) and of a form (submitters)', () => {
+  test('GET S/comments (2,500), S/versions (1,100), S/audits (2,500), F/submissions/submitters (1,100 App Users); plain and extended', async () => {
+    const h = await harness();
+    const P = `/v1/projects/${h.projectId}`;
+    const F = `${P}/forms/simple`;
+    expect((await h.post(`${P}/forms?publish=true`, { as: 'bob', body: fixture('forms/simple.xml'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    expect((await h.post(`${F}/submissions`, { as: 'bob', body: fixture('submissions/simple.one.xml'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    const S = `${F}/submissions/one`;
+    const subId = sql`(select s.id from submissions s join forms f on f.id = s.form_id where f.project_id = ${h.projectId} and s.instance_id = 'one')`;
+    // Comments by bob and alice, 100 distinct times (many ties).
+    await h.db.execute(sql`insert into comments (submission_id, actor_id, body, created_at)
+      select ${subId}, case when g % 2 = 0 then ${h.ids.bob}::int else ${h.ids.alice}::int end, 'comment ' || g, now() - (g % 100) * interval '1.001 ms'
+      from generate_series(1, 2500) g`);
+    // 1,100 older versions of 'one' (copies of its first), 50 distinct times.
+    await h.db.execute(sql`insert into submission_defs (submission_id, form_def_id, instance_id, xml, md5, submitter_id, device_id, user_agent, current, values, created_at)
+      select d.submission_id, d.form_def_id, 'old' || g, d.xml, d.md5, case when g % 3 = 0 then null else d.submitter_id end, d.device_id, 'agent ' || g, false,
+        d.values, d.created_at - (1 + g % 50) * interval '1 second'
+      from generate_series(1, 1100) g, submission_defs d where d.submission_id = ${subId}`);
+    // Audits naming the submission; a third about an entity that does not exist (extended: entityAvailable false).
+    await h.db.execute(sql`insert into audits (actor_id, action, actee_id, details, logged_at)
+      select case when g % 4 = 0 then null else ${h.ids.bob}::int end, case when g % 3 = 0 then 'entity.create' else 'submission.update' end,
+        (select actee_id from forms where project_id = ${h.projectId} and xml_form_id = 'simple'),
+        case when g % 3 = 0 then jsonb_build_object('submissionId', ${subId}, 'entityId', 900000 + g) else jsonb_build_object('submissionId', ${subId}, 'g', g) end,
+        now() - (g % 50) * interval '1 second'
+      from generate_series(1, 2500) g`);
+    // Submissions by 1,100 App Users (300 distinct names), without versions: the submitters list reads submissions only.
+    await h.db.execute(actorsSql('field_key', 'Submitter ', 1100));
+    await h.db.execute(sql`update actors set display_name = 'Submitter ' || (id % 300) where display_name like 'Submitter %'`);
+    await h.db.execute(sql`insert into submissions (form_id, instance_id, draft, submitter_id, deleted_at)
+      select f.id, 'by' || a.id, false, a.id, now() from actors a, forms f
+      where a.display_name like 'Submitter %' and f.project_id = ${h.projectId} and f.xml_form_id = 'simple'`);
+    const base = await h.listen();
+
+    const comments = await sameAsWhole(h, base, `${S}/comments`, 'bob');
+    expect(comments).toHaveLength(2500);
+    expect(Object.keys(comments[0])).toEqual(['body', 'actorId', 'createdAt']);
+    const extComments = await sameAsWhole(h, base, `${S}/comments`, 'bob', { 'X-Extended-Metadata': 'true' });
+    expect(extComments.map((c: Json) => c.actor.id)).toEqual(comments.map((c: Json) => c.actorId));
+    expect(extComments[1700]).toEqual({ ...comments[1700], actor: expect.objectContaining({ displayName: expect.any(String) }) });
+
+    const versions = await sameAsWhole(h, base, `${S}/versions`, 'bob');
+    expect(versions).toHaveLength(1101);
+    expect(versions[0]).toMatchObject({ instanceId: 'one', current: true });
+    const centralVersions = JSON.parse(fixture('central-outputs/withrepeat/api/submission-versions.json')) as Json[];
+    expect(Object.keys(versions[0])).toEqual(Object.keys(centralVersions[0]));
+    const extVersions = await sameAsWhole(h, base, `${S}/versions`, 'bob', { 'X-Extended-Metadata': 'true' });
+    expect(extVersions.filter((v: Json) => v.submitter === null)).toHaveLength(366);
+    expect(extVersions[1050]).toEqual(await json(await h.get(`${S}/versions/${extVersions[1050].instanceId}`, { as: 'bob', headers: { 'X-Extended-Metadata': 'true' } })));
+
+    const audits = await sameAsWhole(h, base, `${S}/audits`, 'bob');
+    expect(audits.length).toBeGreaterThanOrEqual(2500);
+    const extAudits = await sameAsWhole(h, base, `${S}/audits`, 'bob', { 'X-Extended-Metadata': 'true' });
+    expect(extAudits.find((a: Json) => a.action === 'entity.create').details.entity).toEqual({ entityAvailable: false });
+    expect(extAudits[2000].actee).toMatchObject({ xmlFormId: 'simple' });
+
+    const submitters = await sameAsWhole(h, base, `${F}/submissions/submitters`, 'bob');
+    // bob, who sent 'one', and the App Users (whose submissions are in the Trash: still submitters, as before).
+    expect(submitters).toHaveLength(1101);
+    expect(submitters.filter((a: Json) => a.displayName === 'Submitter 7').map((a: Json) => a.id)).toEqual(
+      submitters.filter((a: Json) => a.displayName === 'Submitter 7').map((a: Json) => a.id).sort((x: number, y: number) => x - y));
+    expect((await h.get(`${S}/comments`, { as: 'chelsea' })).status).toBe(403);
+    expect((await h.get(`${F}/submissions/nonesuch/versions`, { as: 'bob' })).status).toBe(404);
   }, 240_000);
 });
 
