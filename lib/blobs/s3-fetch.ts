@@ -4,9 +4,10 @@
  * bundled. Speaks to R2's S3 API, AWS S3, MinIO and s3rver alike. Node and Lambda keep the SDK
  * (lib/blobs/s3.ts), whose default credential chain a Lambda role needs.
  *
- * Memory: `putTemporary` uploads a stream in parts of PART_BYTES, each sent as a fixed-length
- * stream of the chunks that arrived (no part-sized buffer, no copy of it for fetch), so a 100 MB
- * media part costs one part's worth of chunks in flight at most.
+ * Memory: `putTemporary` copies the stream's chunks into one part buffer of PART_BYTES, reused for
+ * every part (each sent as a fixed-length stream, UNSIGNED-PAYLOAD, no copy for fetch), so a 100 MB
+ * media part costs one part buffer, allocated once, and no per-chunk garbage: the chunks it reads
+ * may be views of a buffer the producer refills once the next chunk is read (lib/blobs/staged.ts).
  */
 import type { Config } from '../config';
 import { TEMP_PREFIX, type BlobStore, type PresignOptions } from './store';
@@ -52,6 +53,41 @@ const xmlText = (s: string) => s.replace(/&(lt|gt|quot|apos|amp|#(\d+)|#x([0-9a-
   dec ? String.fromCodePoint(Number(dec)) : hx ? String.fromCodePoint(parseInt(hx, 16)) : ({ lt: '<', gt: '>', quot: '"', apos: "'", amp: '&' } as Record<string, string>)[name.toLowerCase()]!);
 const xmlValues = (xml: string, tag: string) => [...xml.matchAll(new RegExp(`<${tag}>([^<]*)</${tag}>`, 'g'))].map((m) => xmlText(m[1]!));
 
+/**
+ * The SigV4 signing key of a day: HMAC-SHA256 chained over `AWS4` + secret, the date, the region,
+ * `s3` and `aws4_request` (AWS Signature Version 4). Pure (WebCrypto).
+ * @param date YYYYMMDD (UTC). @returns the 32-byte key.
+ */
+export async function sigV4SigningKey(secretAccessKey: string, date: string, region: string): Promise<ArrayBuffer> {
+  let k = await hmac(enc.encode(`AWS4${secretAccessKey}`), date);
+  for (const part of [region, 's3', 'aws4_request']) k = await hmac(k, part);
+  return k;
+}
+
+/**
+ * The SigV4 signature of one S3 request, for the Authorization header or (with the X-Amz-* query
+ * parameters in `query` and `UNSIGNED-PAYLOAD`) a presigned URL. Pure (WebCrypto).
+ * @param req.path the URI-encoded path as sent (`/bucket/key`); `query` unencoded names and values
+ *   (encoded and sorted here); `headers` the signed headers, lowercase names (host included);
+ *   `payload` the body's hex SHA-256 or `UNSIGNED-PAYLOAD`; `amzDate` YYYYMMDD'T'HHMMSS'Z'.
+ * @param key sigV4SigningKey of amzDate's day and `region`.
+ * @returns the credential scope, the SignedHeaders list and the hex signature.
+ */
+export async function sigV4Signature(req: {
+  method: string; path: string; query: Record<string, string>; headers: Record<string, string>; payload: string; amzDate: string; region: string;
+}, key: ArrayBuffer): Promise<{ scope: string; signedHeaders: string; signature: string }> {
+  const names = Object.keys(req.headers).sort();
+  // Header values trimmed, inner runs of spaces collapsed ("Trimall").
+  const canonical = [req.method, req.path, canonicalQuery(req.query), ...names.map((n) => `${n}:${req.headers[n]!.trim().replace(/\s+/g, ' ')}`), '', names.join(';'), req.payload].join('\n');
+  const scope = `${req.amzDate.slice(0, 8)}/${req.region}/s3/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', req.amzDate, scope, await sha256Hex(canonical)].join('\n');
+  return { scope, signedHeaders: names.join(';'), signature: hex(await hmac(key, toSign)) };
+}
+
+/** SigV4's canonical query string: names and values URI-encoded, sorted by name. */
+const canonicalQuery = (query: Record<string, string>) =>
+  Object.keys(query).sort().map((k) => `${uriEncode(k)}=${uriEncode(query[k]!)}`).join('&');
+
 /** An S3 error answer (status and S3's Code), thrown by every method but the 404s they expect. */
 export class S3Error extends Error {
   constructor(readonly status: number, readonly code: string, message: string) {
@@ -82,15 +118,9 @@ export function createFetchS3BlobStore(opts: FetchS3Options): BlobStore {
     u.search = canonicalQuery(query);
     return u;
   };
-  const canonicalQuery = (query: Record<string, string>) =>
-    Object.keys(query).sort().map((k) => `${uriEncode(k)}=${uriEncode(query[k]!)}`).join('&');
   let signingKey: { date: string; key: ArrayBuffer } | null = null;
   const keyFor = async (date: string) => {
-    if (signingKey?.date !== date) {
-      let k = await hmac(enc.encode(`AWS4${opts.secretAccessKey}`), date);
-      for (const part of [opts.region, 's3', 'aws4_request']) k = await hmac(k, part);
-      signingKey = { date, key: k };
-    }
+    if (signingKey?.date !== date) signingKey = { date, key: await sigV4SigningKey(opts.secretAccessKey, date, opts.region) };
     return signingKey.key;
   };
   const stamp = (now = opts.now?.() ?? new Date()) => {
@@ -99,11 +129,8 @@ export function createFetchS3BlobStore(opts: FetchS3Options): BlobStore {
   };
   /** SigV4 signature of a canonical request; `headers` are the signed ones, lowercase names. */
   const signature = async (method: string, u: URL, query: Record<string, string>, headers: Record<string, string>, payload: string, amzDate: string, date: string) => {
-    const names = Object.keys(headers).sort();
-    const canonical = [method, u.pathname, canonicalQuery(query), ...names.map((n) => `${n}:${headers[n]!.trim()}`), '', names.join(';'), payload].join('\n');
-    const scope = `${date}/${opts.region}/s3/aws4_request`;
-    const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, await sha256Hex(canonical)].join('\n');
-    return { scope, signed: names.join(';'), sig: hex(await hmac(await keyFor(date), toSign)) };
+    const s = await sigV4Signature({ method, path: u.pathname, query, headers, payload, amzDate, region: opts.region }, await keyFor(date));
+    return { scope: s.scope, signed: s.signedHeaders, sig: s.signature };
   };
   /**
    * One signed request. `body` bytes are signed by their hash; a stream is sent as UNSIGNED-PAYLOAD
@@ -237,49 +264,44 @@ export function createFetchS3BlobStore(opts: FetchS3Options): BlobStore {
       const parts: string[] = [];
       const reader = body.getReader();
       try {
-        // Chunks of the current part, held until the part is full (then sent as one fixed-length
-        // stream) or the stream ends. A chunk that straddles a part boundary is split.
-        let held: Uint8Array[] = [];
-        let heldBytes = 0;
+        // The current part: one buffer, allocated at the first byte and reused for every part.
+        // The chunks read are copied in at once (their producer may refill them after the next
+        // read); a chunk that straddles a part boundary is split.
+        let part: Uint8Array | null = null;
+        let used = 0;
         const send = async () => {
-          const chunks = held;
-          const length = heldBytes;
-          held = [];
-          heldBytes = 0;
           const partNumber = String(parts.length + 1);
+          const bytes = part ? part.subarray(0, used) : new Uint8Array(0);
           const stream = new ReadableStream<Uint8Array>({
-            pull(c) {
-              const next = chunks.shift();
-              if (next) c.enqueue(next);
-              else c.close();
+            start(c) {
+              if (bytes.byteLength > 0) c.enqueue(bytes);
+              c.close();
             },
-          }, { highWaterMark: 0 });
-          const res = await request('PUT', Key, { query: { partNumber, uploadId }, body: stream, length });
+          });
+          // The answer comes once S3 has read the whole part: the buffer is free again then.
+          const res = await request('PUT', Key, { query: { partNumber, uploadId }, body: stream, length: bytes.byteLength });
           if (!res.ok) await fail(res, `UploadPart ${partNumber}`);
           await res.body?.cancel();
           const etag = res.headers.get('etag');
           if (!etag) throw new S3Error(res.status, 'NoETag', `S3 UploadPart ${partNumber}: no ETag`);
           parts.push(etag);
+          used = 0;
+          // A runtime that transferred the buffer on sending leaves it detached: start a new one.
+          if (part?.byteLength === 0) part = null;
         };
         for (;;) {
           const { done, value } = await reader.read();
           if (done) break;
-          // Held as they are, not copied: producers here (the multipart reader through
-          // lib/blobs/staged.ts) never write into a chunk they have handed on.
-          let chunk = value;
-          while (heldBytes + chunk.byteLength >= partBytes) {
-            const n = partBytes - heldBytes;
-            held.push(chunk.subarray(0, n));
-            heldBytes += n;
-            chunk = chunk.subarray(n);
-            await send();
-          }
-          if (chunk.byteLength > 0) {
-            held.push(chunk);
-            heldBytes += chunk.byteLength;
+          for (let off = 0; off < value.byteLength;) {
+            part ??= new Uint8Array(partBytes);
+            const n = Math.min(partBytes - used, value.byteLength - off);
+            part.set(value.subarray(off, off + n), used);
+            used += n;
+            off += n;
+            if (used === partBytes) await send();
           }
         }
-        if (heldBytes > 0 || parts.length === 0) await send();
+        if (used > 0 || parts.length === 0) await send();
         const xml = `<CompleteMultipartUpload>${parts.map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${etag.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/"/g, '&quot;')}</ETag></Part>`).join('')}</CompleteMultipartUpload>`;
         const done = await request('POST', Key, { query: { uploadId }, body: xml, headers: { 'content-type': 'application/xml' } });
         // CompleteMultipartUpload may answer 200 with an <Error> body.

@@ -2,7 +2,8 @@
  * Staged blobs: media parts of a submission POST written to the blob store while they arrive (the
  * streaming multipart reader, lib/http/multipart.ts), hashed as they stream, and made real blobs
  * inside the submission's transaction (`storeStagedBlob`). Memory per part is bounded by a part
- * buffer (the store's upload part, 8 MiB on S3), not by the file's size.
+ * buffer (the store's upload part, 8 MiB on S3), not by the file's size: the chunks written are
+ * views of the reader's one buffer, handed to the store one at a time (`handoff`).
  *
  * A part small enough for the in-memory budget stays in memory and is stored as storeBlob stores
  * bytes. A larger one streams to a temporary key (`putTemporary`, outside the content-addressed
@@ -58,9 +59,83 @@ export const canStream = (store: BlobStore): boolean =>
   typeof store.putTemporary === 'function' && typeof store.copyTemporary === 'function';
 
 /**
+ * A stream the store reads one chunk at a time (putTemporary's contract: it is done with a chunk
+ * once it reads the next one): `offer(chunk)` resolves when the store reads again, so the caller
+ * may then reuse the chunk's memory. `close` ends the stream, `fail` errors it (pending offers reject).
+ */
+function handoff(): {
+  readable: ReadableStream<Uint8Array>;
+  offer(chunk: Uint8Array): Promise<void>;
+  close(): void;
+  fail(err: unknown): void;
+} {
+  type Slot = { chunk: Uint8Array; taken: () => void; refused: (err: unknown) => void } | 'close';
+  let slot: Slot | null = null;
+  let wake: (() => void) | null = null;
+  /** The offer whose chunk the store holds: settled when the store reads again or fails. */
+  let held: { taken: () => void; refused: (err: unknown) => void } | null = null;
+  let failure: { err: unknown } | null = null;
+  let control!: ReadableStreamDefaultController<Uint8Array>;
+  const refuse = (err: unknown) => {
+    failure ??= { err };
+    held?.refused(err);
+    held = null;
+    if (slot && slot !== 'close') slot.refused(err);
+    slot = null;
+    wake?.();
+  };
+  const readable = new ReadableStream<Uint8Array>({
+    start: (c) => { control = c; },
+    async pull(c) {
+      // A read after a chunk: the store is done with it.
+      held?.taken();
+      held = null;
+      while (!slot && !failure) await new Promise<void>((r) => { wake = r; });
+      wake = null;
+      const s = slot;
+      slot = null;
+      if (failure || !s) return;
+      if (s === 'close') {
+        c.close();
+        return;
+      }
+      held = s;
+      c.enqueue(s.chunk);
+    },
+    cancel: (reason) => refuse(reason ?? new Error('upload cancelled')),
+  }, { highWaterMark: 0 });
+  return {
+    readable,
+    offer(chunk) {
+      if (failure) return Promise.reject(failure.err);
+      return new Promise<void>((taken, refused) => {
+        slot = { chunk, taken, refused };
+        wake?.();
+      });
+    },
+    close() {
+      if (failure) return;
+      slot = 'close';
+      wake?.();
+    },
+    fail(err) {
+      if (failure) return;
+      refuse(err);
+      try {
+        control.error(err);
+      } catch {
+        // already closed
+      }
+    },
+  };
+}
+
+/**
  * Receives one file part's bytes as they arrive and stages them: in memory up to `memoryBudget`
  * bytes (shared by the request's parts, see `budget`), beyond that streamed to a temporary key.
- * Call `write` for each chunk (awaiting it: that is the backpressure), then `end` or `abort`.
+ * Call `write` for each chunk (awaiting it: that is the backpressure), then `end` or `abort`. A
+ * chunk is done with once its `write` settles (bytes kept in memory are copied), so the caller may
+ * refill its buffer then (lib/http/multipart.ts PartSink).
  * @param deps blob store and, optionally, the native hasher.
  * @param budget the request's remaining in-memory bytes, decreased by what this part keeps.
  */
@@ -72,63 +147,49 @@ export function stagePart(
   let held: Uint8Array[] = [];
   let heldBytes = 0;
   let size = 0;
-  let writer: WritableStreamDefaultWriter<Uint8Array> | null = null;
+  let pipe: ReturnType<typeof handoff> | null = null;
   let upload: Promise<string> | null = null;
-  const startUpload = async () => {
+  const startUpload = async (chunk: Uint8Array) => {
     // One chunk in flight between the parser and the upload: the store's part buffer is the bound.
-    let control!: TransformStreamDefaultController<Uint8Array>;
-    const pipe = new TransformStream<Uint8Array, Uint8Array>({ start: (c) => { control = c; } }, { highWaterMark: 1 }, { highWaterMark: 0 });
-    upload = deps.blobs.putTemporary!(pipe.readable, contentType ?? 'application/octet-stream');
-    // An upload that fails errors the pipe (both ends), so a write waiting on it fails rather than
-    // waits forever for a reader that is gone.
-    upload.catch((err: unknown) => {
-      try {
-        control.error(err);
-      } catch {
-        // already closed or errored
-      }
-    });
-    writer = pipe.writable.getWriter();
+    pipe = handoff();
+    const p = pipe;
+    upload = deps.blobs.putTemporary!(p.readable, contentType ?? 'application/octet-stream');
+    // An upload that fails errors the pipe, so an offer waiting on it fails rather than waits
+    // forever for a reader that is gone.
+    upload.catch((err: unknown) => p.fail(err));
     const first = held;
     budget.bytes += heldBytes;
     held = [];
     heldBytes = 0;
-    for (const c of first) await writeUpload(c);
-  };
-  const writeUpload = async (chunk: Uint8Array) => {
-    await writer!.ready;
-    // The parser never writes into a chunk it handed on (lib/http/multipart.ts PartSink), so the
-    // upload may hold the view itself until its part is sent (lib/blobs/s3-fetch.ts does).
-    await writer!.write(chunk);
+    for (const c of first) await p.offer(c);
+    await p.offer(chunk);
   };
   return {
     async write(chunk) {
       if (chunk.byteLength === 0) return;
       hasher.update(chunk);
       size += chunk.byteLength;
-      if (writer) return writeUpload(chunk);
+      if (pipe) return pipe.offer(chunk);
       if (!streaming || chunk.byteLength <= budget.bytes) {
-        held.push(chunk);
+        // A copy: the chunk's buffer is refilled once this write returns.
+        held.push(chunk.slice());
         heldBytes += chunk.byteLength;
         budget.bytes -= chunk.byteLength;
         return;
       }
-      held.push(chunk);
-      heldBytes += chunk.byteLength;
-      budget.bytes -= chunk.byteLength;
-      await startUpload();
+      await startUpload(chunk);
     },
     async end() {
       const { sha, md5 } = hasher.digest();
-      if (!writer) return { sha, md5, size, bytes: concatBytes(held, heldBytes) };
-      await writer.close();
+      if (!pipe) return { sha, md5, size, bytes: concatBytes(held, heldBytes) };
+      pipe.close();
       return { sha, md5, size, tempKey: await upload! };
     },
     async abort() {
       budget.bytes += heldBytes;
       held = [];
-      if (!writer) return;
-      await writer.abort(new Error('part aborted')).catch(() => undefined);
+      if (!pipe) return;
+      pipe.fail(new Error('part aborted'));
       const key = await upload!.catch(() => null);
       if (key) await deps.blobs.delete(key).catch(() => undefined);
     },

@@ -28,6 +28,8 @@ export interface BlobStore {
   /**
    * Writes a generated file (an export) under a temporary key, outside the content-addressed
    * blobs, streaming it in parts; a bucket lifecycle rule deletes such objects after a day (S3 only).
+   * `body` is read one chunk at a time, and a chunk is done with (copied or written out) before the
+   * next read: its producer may refill the chunk's buffer then (lib/blobs/staged.ts).
    * @returns the key to pass to presignGet.
    */
   putTemporary?(body: ReadableStream<Uint8Array>, contentType: string): Promise<string>;

@@ -3,7 +3,7 @@ import { concatBytes } from '../bytes';
 import { discardStaged, stagePart, type StagedBlob } from '../blobs/staged';
 import { problems } from '../problem';
 import type { AppEnv } from './app';
-import { countedBodyReader } from './body';
+import { countedBodyReader, streamChunkReader } from './body';
 
 /** More parts than any real submission has (Collect sends one per media file). */
 const MAX_PARTS = 1000;
@@ -25,8 +25,9 @@ export interface PartHead {
 }
 
 /**
- * Receives one part's body: `write` per chunk (awaited: backpressure), then `end`. Chunks are views
- * of the body's own chunks, never written to after they are handed on: a sink may keep them.
+ * Receives one part's body: `write` per chunk (awaited: backpressure), then `end`. A chunk is valid
+ * only until its `write` settles: it views the reader's buffer, which the next read refills (one
+ * reused buffer, so a 100 MB part is not 100 MB of garbage). A sink that keeps bytes copies them.
  */
 export interface PartSink {
   write(chunk: Uint8Array): void | Promise<void>;
@@ -44,6 +45,19 @@ const utf8 = new TextDecoder('utf-8');
 export function multipartBoundary(contentType: string): string | null {
   const m = /;\s*boundary\s*=\s*(?:"([^"]{1,70})"|([^\s;"]{1,70}))/i.exec(contentType);
   return m ? (m[1] ?? m[2]!) : null;
+}
+
+/**
+ * Whether `needle` starts inside `tail` and runs on into `next` (tail shorter than the needle,
+ * next at least as long as needle - 1), without joining the two.
+ */
+function startsAcross(tail: Uint8Array, next: Uint8Array, needle: Uint8Array): boolean {
+  for (let i = tail.indexOf(needle[0]!); i !== -1; i = tail.indexOf(needle[0]!, i + 1)) {
+    let j = 1;
+    while (j < needle.byteLength && (i + j < tail.byteLength ? tail[i + j] : next[i + j - tail.byteLength]) === needle[j]) j += 1;
+    if (j === needle.byteLength) return true;
+  }
+  return false;
 }
 
 /** Index of `needle` in `hay` at or after `from`, or -1 (a first-byte scan: native indexOf). */
@@ -94,8 +108,9 @@ function parseHead(block: Uint8Array): PartHead {
 }
 
 /**
- * A pull source of body chunks: a Web stream's reader has this shape, and so does `nodeBodyReader`.
- * `cancel` is called once the parser is done with the body (read to its end or not).
+ * A pull source of body chunks: a Web stream's reader has this shape, and so do `nodeBodyReader`
+ * and `streamChunkReader` (lib/http/body.ts). A chunk is valid until the next `read()` call (a
+ * reader may refill one buffer). `cancel` is called once the parser is done with the body.
  */
 export interface ChunkReader {
   read(): Promise<{ done: true; value?: Uint8Array } | { done: false; value: Uint8Array }>;
@@ -104,8 +119,9 @@ export interface ChunkReader {
 
 /**
  * Parses a multipart/form-data body as it streams (RFC 7578), handing each part's body to the sink
- * `onPart` returns, chunk by chunk: memory is the current chunk plus a boundary's length, whatever
- * the parts' sizes. Works on any Web Streams runtime (Node, Workers).
+ * `onPart` returns, chunk by chunk: memory is the reader's buffer plus a boundary's length, whatever
+ * the parts' sizes. Works on any Web Streams runtime (Node, Workers); a stream is read through
+ * streamChunkReader (BYOB into one buffer where it is a byte stream).
  * @param onPart called with each part's head; its sink receives the body, then `end`.
  * @throws MultipartError for a body that does not parse (no opening boundary, bad part headers, an
  *   end before the closing boundary); errors of the stream or of a sink as they are.
@@ -117,49 +133,53 @@ export async function parseMultipart(
   const dash = enc.encode(`--${boundary}`);
   // Inside a body the delimiter is CRLF--boundary; the first one may start the stream directly.
   const delimiter = enc.encode(`\r\n--${boundary}`);
-  const reader: ChunkReader = body instanceof ReadableStream ? body.getReader() : body;
+  const reader: ChunkReader = body instanceof ReadableStream ? streamChunkReader(body) : body;
+  // `buf` may view the reader's buffer, which the next read refills: whatever of it is still
+  // needed is copied out before each read.
   let buf: Uint8Array = new Uint8Array(0);
   let ended = false;
+  /** A part body's held-back tail (shorter than a delimiter) across a read: one buffer per body. */
+  const carry = new Uint8Array(delimiter.byteLength);
   /** Reads one more chunk onto `buf`; false at the end of the stream. */
   const more = async (): Promise<boolean> => {
     if (ended) return false;
+    const kept = buf.byteLength === 0 ? null : buf.slice();
     const { done, value } = await reader.read();
     if (done) {
       ended = true;
+      buf = kept ?? new Uint8Array(0);
       return false;
     }
-    buf = buf.byteLength === 0 ? value : concatBytes([buf, value]);
+    buf = kept ? concatBytes([kept, value]) : value;
     return true;
   };
   /**
-   * `more` for a part's body, without copying the new chunk behind the held-back tail (at most a
-   * delimiter's length): when no delimiter can start in the tail, the tail is body, so it goes to
-   * the sink and the chunk becomes `buf` as it is. A 100 MB part then allocates nothing per chunk
-   * beyond the chunk itself (garbage the isolate would collect only past its external-memory
-   * threshold). Only a delimiter starting in the tail, or a chunk shorter than the delimiter,
-   * joins the two.
+   * `more` for a part's body, without joining the new chunk to the held-back tail (kept in
+   * `carry`): when no delimiter starts in the tail, the tail is body, so it goes to the sink and
+   * the chunk becomes `buf` as it is. A 100 MB part then allocates nothing per chunk (a reused
+   * reader buffer, a reused carry). Only a delimiter starting in the tail, or a chunk shorter than
+   * the delimiter, joins the two.
    */
   const moreBody = async (sink: PartSink): Promise<boolean> => {
     if (ended) return false;
+    carry.set(buf);
+    const tail = carry.subarray(0, buf.byteLength);
     const { done, value } = await reader.read();
     if (done) {
       ended = true;
+      buf = tail;
       return false;
     }
-    if (buf.byteLength === 0) {
+    if (tail.byteLength === 0) {
       buf = value;
       return true;
     }
-    if (value.byteLength >= delimiter.byteLength - 1) {
-      const bridge = concatBytes([buf, value.subarray(0, delimiter.byteLength - 1)]);
-      const at = indexOf(bridge, delimiter, 0);
-      if (at < 0 || at >= buf.byteLength) {
-        await sink.write(buf);
-        buf = value;
-        return true;
-      }
+    if (value.byteLength >= delimiter.byteLength - 1 && !startsAcross(tail, value, delimiter)) {
+      await sink.write(tail);
+      buf = value;
+      return true;
     }
-    buf = concatBytes([buf, value]);
+    buf = concatBytes([tail, value]);
     return true;
   };
   try {
@@ -240,8 +260,8 @@ export interface OpenRosaFile {
  * Reads an OpenRosa submission POST (multipart/form-data) as it streams: the `xml_submission_file`
  * part buffered (bounded by MAX_UPLOAD_BYTES), each media part (named by its filename) hashed and
  * staged as it arrives (lib/blobs/staged.ts: in memory up to a 4 MiB per-request budget, beyond that
- * streamed to a temporary key of the blob store), so a 100 MB submission costs a part buffer, not
- * its size. OpenRosa Form Submission API (shared/reference/odk-docs).
+ * streamed to a temporary key of the blob store), so a 100 MB submission costs the reader's buffer
+ * and the store's part buffer, not its size. OpenRosa Form Submission API (shared/reference/odk-docs).
  * @returns the XML bytes, the staged media parts, and `discard()`, which deletes staged temporary
  *   objects the submission did not keep: call it once the submission is stored or refused.
  * @throws Problem 400.39 not multipart, broken or over 1000 parts; 400.7 no xml_submission_file;
@@ -282,7 +302,7 @@ export async function readOpenRosaMultipart(c: Context<AppEnv>): Promise<{
         const chunks: Uint8Array[] = [];
         return {
           write(chunk) {
-            chunks.push(chunk);
+            chunks.push(chunk.slice()); // the chunk's buffer is refilled after write
             if (head.filename != null) {
               size += chunk.byteLength;
               if (size > max) throw tooLarge();

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { copyFile, link, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { copyFile, link, mkdir, open, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { BlobStore } from '../blobs/store';
 import { isBlobKey } from '../blobs/store';
 
@@ -53,9 +53,20 @@ export function createFsBlobStore(root: string): BlobStore {
     async putTemporary(body) {
       await mkdir(join(root, 'tmp'), { recursive: true });
       const key = `tmp/${randomUUID()}`;
+      const reader = body.getReader();
+      const file = await open(pathOf(key), 'w');
       try {
-        await body.pipeTo(Writable.toWeb(createWriteStream(pathOf(key))) as WritableStream<Uint8Array>);
+        // Each chunk written out before the next is read: the producer may refill a chunk's
+        // buffer then (lib/blobs/staged.ts), so nothing may hold it past that (a WriteStream does).
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          for (let off = 0; off < value.byteLength;) off += (await file.write(value, off, value.byteLength - off)).bytesWritten;
+        }
+        await file.close();
       } catch (err) {
+        await file.close().catch(() => undefined);
+        await reader.cancel(err).catch(() => undefined);
         await rm(pathOf(key), { force: true });
         throw err;
       }

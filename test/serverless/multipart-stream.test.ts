@@ -2,12 +2,14 @@
  * The streaming multipart reader (lib/http/multipart.ts parseMultipart), as the Workers path feeds
  * it: the body in chunks of every small size and of random sizes, so every delimiter and every
  * near-delimiter (`\r\n--bound` without the rest) falls across chunk boundaries at every offset.
- * Each part's bytes must come out exactly, whatever the chunking; and a part's body reaches its
- * sink as views of the arriving chunks, not as copies (the memory figure of issue 20).
+ * Each part's bytes must come out exactly, whatever the chunking; and with a reader that refills
+ * one buffer (a BYOB read of a byte stream, as on Workers: the memory figure of issue 20) too, so
+ * nothing the parser hands on or keeps may outlive a read.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
-import { parseMultipart, type PartHead } from '../../lib/http/multipart';
+import { streamChunkReader } from '../../lib/http/body';
+import { parseMultipart, type ChunkReader, type PartHead } from '../../lib/http/multipart';
 
 const boundary = 'XyZ-boundary-42';
 const enc = new TextEncoder();
@@ -35,13 +37,57 @@ function streamOf(bytes: Uint8Array, sizes: () => number): ReadableStream<Uint8A
   });
 }
 
-async function parse(stream: ReadableStream<Uint8Array>) {
-  const out: Array<{ head: PartHead; bytes: Uint8Array; chunks: Uint8Array[] }> = [];
+/**
+ * A byte stream (`type: 'bytes'`) of `bytes` in chunks of `sizes()`: read through streamChunkReader
+ * it is a BYOB read into one reused buffer, which each read detaches and refills.
+ */
+function byteStreamOf(bytes: Uint8Array, sizes: () => number): ReadableStream<Uint8Array> {
+  let off = 0;
+  return new ReadableStream({
+    type: 'bytes',
+    pull(c) {
+      if (off >= bytes.byteLength) {
+        c.close();
+        c.byobRequest?.respond(0);
+        return;
+      }
+      const view = c.byobRequest!.view!;
+      const n = Math.min(Math.max(1, sizes()), view.byteLength, bytes.byteLength - off);
+      new Uint8Array(view.buffer, view.byteOffset, n).set(bytes.subarray(off, off + n));
+      off += n;
+      c.byobRequest!.respond(n);
+    },
+  });
+}
+
+/**
+ * A ChunkReader that hands out every chunk in one buffer, scribbled over before each refill: any
+ * view the parser (or a sink) kept past a read would hold 0xEE bytes instead of the body's.
+ */
+function reusingReader(bytes: Uint8Array, sizes: () => number): ChunkReader {
+  const buffer = new Uint8Array(200_000);
+  let off = 0;
+  return {
+    read() {
+      buffer.fill(0xee);
+      if (off >= bytes.byteLength) return Promise.resolve({ done: true });
+      const n = Math.min(Math.max(1, sizes()), buffer.byteLength, bytes.byteLength - off);
+      buffer.set(bytes.subarray(off, off + n));
+      off += n;
+      return Promise.resolve({ done: false, value: buffer.subarray(0, n) });
+    },
+    cancel: () => Promise.resolve(),
+  };
+}
+
+async function parse(stream: ReadableStream<Uint8Array> | ChunkReader) {
+  const out: Array<{ head: PartHead; bytes: Uint8Array }> = [];
   await parseMultipart(stream, boundary, (head) => {
     const chunks: Uint8Array[] = [];
     return {
-      write(chunk) { chunks.push(chunk); },
-      end() { out.push({ head, bytes: Buffer.concat(chunks), chunks }); },
+      // A chunk is valid until write returns (PartSink): keep a copy.
+      write(chunk) { chunks.push(chunk.slice()); },
+      end() { out.push({ head, bytes: Buffer.concat(chunks) }); },
     };
   });
   return out;
@@ -58,25 +104,37 @@ describe('parseMultipart over chunked streams', () => {
   ];
   const whole = body(parts);
 
-  test('every chunk size from 1 to 80 bytes, and random sizes, give the same parts', async () => {
-    const runs: Array<() => number> = [];
-    for (let n = 1; n <= 80; n += 1) runs.push(() => n);
-    for (let seed = 0; seed < 20; seed += 1) runs.push(() => 1 + Math.floor(Math.random() * 120));
-    for (const sizes of runs) {
-      const got = await parse(streamOf(whole, sizes));
-      expect(got.map((p) => [p.head.name, p.head.filename])).toEqual(parts.map((p) => [p.name, p.filename ?? null]));
-      for (let i = 0; i < parts.length; i += 1) expect(Buffer.from(got[i]!.bytes).equals(Buffer.from(parts[i]!.bytes)), parts[i]!.name).toBe(true);
-    }
-  });
+  const sources = {
+    'fresh chunks': streamOf,
+    'a byte stream read BYOB into one buffer': byteStreamOf,
+    'one buffer scribbled over before each refill': reusingReader,
+  };
+  for (const [name, source] of Object.entries(sources)) {
+    test(`every chunk size from 1 to 80 bytes, and random sizes, give the same parts: ${name}`, async () => {
+      const runs: Array<() => number> = [];
+      for (let n = 1; n <= 80; n += 1) runs.push(() => n);
+      for (let seed = 0; seed < 20; seed += 1) runs.push(() => 1 + Math.floor(Math.random() * 120));
+      for (const sizes of runs) {
+        const got = await parse(source(whole, sizes));
+        expect(got.map((p) => [p.head.name, p.head.filename])).toEqual(parts.map((p) => [p.name, p.filename ?? null]));
+        for (let i = 0; i < parts.length; i += 1) expect(Buffer.from(got[i]!.bytes).equals(Buffer.from(parts[i]!.bytes)), parts[i]!.name).toBe(true);
+      }
+    });
+  }
 
-  test('a large part reaches the sink as views of the arriving chunks, not copies', async () => {
-    const media = randomBytes(2 * 1024 * 1024);
-    const big = body([{ name: 'big.bin', filename: 'big.bin', bytes: new Uint8Array(media) }]);
-    const got = await parse(streamOf(big, () => 65_536));
-    expect(Buffer.from(got[0]!.bytes).equals(media)).toBe(true);
-    // Views share their chunk's buffer: the bytes written are (nearly all) chunk-sized buffers'.
-    const large = got[0]!.chunks.filter((c) => c.buffer.byteLength === 65_536);
-    const inLarge = large.reduce((n, c) => n + c.byteLength, 0);
-    expect(inLarge / media.byteLength).toBeGreaterThan(0.99);
+  test('streamChunkReader reads a byte stream into one reused buffer; other streams as they come', async () => {
+    const bytes = new Uint8Array(randomBytes(200_000));
+    const byob = streamChunkReader(byteStreamOf(bytes, () => 65_536));
+    const first = await byob.read();
+    expect(first.done ? 0 : first.value.byteLength).toBe(65_536);
+    const second = await byob.read();
+    // The second read took the first chunk's buffer (BYOB transfer): the first view is detached.
+    expect(first.done ? -1 : first.value.byteLength).toBe(0);
+    expect(second.done ? null : Buffer.from(second.value).equals(bytes.subarray(65_536, 131_072))).toBe(true);
+    await byob.cancel();
+    const plain = streamChunkReader(streamOf(bytes, () => 65_536));
+    const a = await plain.read();
+    await plain.read();
+    expect(a.done ? null : Buffer.from(a.value).equals(bytes.subarray(0, 65_536))).toBe(true);
   });
 });
