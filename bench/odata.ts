@@ -9,7 +9,9 @@
  *   - withrepeat.xml (shared/fixtures/forms: name, int age, repeat children/child with name and int
  *     age) with BENCH_N submissions of 2 or 3 children each (the soak form has no repeat),
  * straight into the database with bulk SQL (bench/seed-soak.ts: rows as ingestion stores them,
- * `values` and `root_values` as parseSubmission/rootValuesOf make them, checked per batch),
+ * `values` and `root_values` as parseSubmission/rootValuesOf make them, checked per batch; by
+ * default generated inside PostgreSQL by seedSubmissionsFast, BENCH_SEED_LANES (2) statements at a
+ * time; BENCH_SEED=rows builds them in JS, seedSubmissions),
  * creation times 10 ms apart, then VACUUM ANALYZE.
  *
  * Cases (each BENCH_ITER (30) timed requests after 3 untimed ones; time = request to the body's last
@@ -65,7 +67,7 @@ import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
 import { openDatabase } from '../lib/runtime/node';
 import type { FormField } from '../lib/xforms/types';
-import { SOAK_FORM_ID, defaultFills, seedSubmissions, soakFixtures, templateGenerator, type SeedTarget } from './seed-soak';
+import { SOAK_FORM_ID, defaultFills, seedSubmissions, seedSubmissionsFast, soakFixtures, templateGenerator, type SeedTarget } from './seed-soak';
 import { benchAdmin } from './admin';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
@@ -140,11 +142,20 @@ const have = async (formId: number) => (await rowsOf<{ n: number }>(sql`select c
 const soakHave = await have(soakTarget.formId);
 const soakGen = templateGenerator(soak.template, soakTarget.fields);
 // Seeding resumes where a kept project stopped (row i is created at epoch + i × 10 ms).
-const soakSeconds = soakHave >= N ? 0 : await seedSubmissions(database, soakTarget, { from: soakHave, to: N, generate: () => soakGen(), epochMs, progress: PROGRESS });
+// BENCH_SEED=rows: rows built in JS and sent as JSON (seedSubmissions, ~200 rows/s); by default
+// PostgreSQL generates them (seedSubmissionsFast: INSERT … SELECT over generate_series, sample rows
+// checked), BENCH_SEED_LANES (2) statements at a time.
+const FAST = process.env.BENCH_SEED !== 'rows';
+const LANES = Number(process.env.BENCH_SEED_LANES ?? 2);
+const soakSeconds = soakHave >= N ? 0 : FAST
+  ? await seedSubmissionsFast(database, soakTarget, { from: soakHave, to: N, templates: [soak.template], epochMs, progress: PROGRESS, concurrency: LANES })
+  : await seedSubmissions(database, soakTarget, { from: soakHave, to: N, generate: () => soakGen(), epochMs, progress: PROGRESS });
 console.log(soakHave >= N ? `reusing ${soakHave} ${SOAK_FORM_ID} submissions (project ${project.id})` : `seeded ${N - soakHave} ${SOAK_FORM_ID} submissions (${soakTarget.fields.length} fields) in ${soakSeconds.toFixed(1)} s`);
 const repeatHave = await have(repeatTarget.formId);
 const repeatGens = [templateGenerator(repeatTemplate(2), repeatTarget.fields, defaultFills), templateGenerator(repeatTemplate(3), repeatTarget.fields, defaultFills)];
-const repeatSeconds = repeatHave >= REPEAT_N ? 0 : await seedSubmissions(database, repeatTarget, { from: repeatHave, to: REPEAT_N, generate: (i) => repeatGens[i % 2]!(), epochMs, progress: PROGRESS });
+const repeatSeconds = repeatHave >= REPEAT_N ? 0 : FAST
+  ? await seedSubmissionsFast(database, repeatTarget, { from: repeatHave, to: REPEAT_N, templates: [repeatTemplate(2), repeatTemplate(3)], epochMs, progress: PROGRESS, concurrency: LANES })
+  : await seedSubmissions(database, repeatTarget, { from: repeatHave, to: REPEAT_N, generate: (i) => repeatGens[i % 2]!(), epochMs, progress: PROGRESS });
 console.log(repeatHave >= REPEAT_N ? `reusing ${repeatHave} ${REPEAT_FORM_ID} submissions`
   : `seeded ${REPEAT_N - repeatHave} ${REPEAT_FORM_ID} submissions (2 or 3 children/child each) in ${repeatSeconds.toFixed(1)} s`);
 if (database.kind === 'postgres') {

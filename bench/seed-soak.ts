@@ -18,6 +18,11 @@
  * foreign keys are checked. Works on postgres.js and PGlite. Each batch raises
  * gin_pending_list_limit for its transaction (see insertBatch); the closing VACUUM merges what is
  * pending, so the tables end as ingestion would leave them after autovacuum.
+ *
+ * Fast mode (seedSubmissionsFast): the same rows generated inside PostgreSQL by INSERT … SELECT over
+ * generate_series from the same templates (fills by random()/gen_random_uuid()), sample rows of each
+ * batch read back and checked against parseSubmission (checkStoredRows). Its limit is PostgreSQL's
+ * jsonb input of `values` and root_values (~2 ms of CPU a soak row under load).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -178,6 +183,171 @@ export async function seedSubmissions(database: NodeDatabase, target: SeedTarget
       });
       if (opts.progress && Math.floor(to / 50_000) > Math.floor(from / 50_000)) {
         console.log(`  seeded to row ${to} (${((to - opts.from) / ((performance.now() - t0) / 1000)).toFixed(0)} rows/s)`);
+      }
+    }
+  }));
+  if (database.kind === 'postgres') await database.db.execute(sql`vacuum analyze submissions, submission_defs`);
+  else await database.db.execute(sql`analyze submissions, submission_defs`);
+  const [stored] = await database.db.select({ n: count() }).from(submissions).where(and(eq(submissions.formId, target.formId), sql`${submissions.currentDefId} is not null`));
+  if (stored!.n < opts.to) throw new Error(`the form has ${stored!.n} submissions after seeding up to row ${opts.to}`);
+  return (performance.now() - t0) / 1000;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fast mode: rows generated inside PostgreSQL
+
+/** SQL expressions, one per placeholder name, each a fresh random text per evaluation (as defaultFills). */
+export type SqlFills = Record<string, string>;
+
+export const defaultSqlFills: SqlFills = {
+  uuid: 'gen_random_uuid()::text',
+  randInt: 'floor(random() * 1000000)::int::text',
+  smallInt: 'floor(random() * 100)::int::text',
+  word: `(array[${WORDS.map((w) => `'${w}'`).join(', ')}])[1 + floor(random() * ${WORDS.length})::int]`,
+};
+
+export interface FastSeedOptions {
+  /** Rows `from`..`to`-1 (row i is created at epochMs + i × stepMs, from template i mod templates.length). */
+  from: number;
+  to: number;
+  /** Submission templates (placeholders as for templateGenerator). */
+  templates: string[];
+  fills?: SqlFills;
+  epochMs: number;
+  stepMs?: number;
+  /** Rows per statement (5,000). */
+  batch?: number;
+  /** Statements in flight (2). */
+  concurrency?: number;
+  /** Print rows seeded and rows/s every 50,000 rows. */
+  progress?: boolean;
+}
+
+// A marker that survives parseSubmission, JSON.stringify and rootTextOf unchanged: fill k of a row.
+const MARKER = /ZQXFILL(\d+)XQZ/;
+const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
+
+/**
+ * One template as SQL: the template is filled with markers (fill k → `ZQXFILL{k}XQZ`) through
+ * templateGenerator, so the XML, `values`, root_values and root_text are exactly what the JS path
+ * builds; each text is then split at the markers and joined again over a row's fresh fills, columns
+ * f1, f2, … (not one array: a subscript walks and detoasts the whole array, 2 ms a row).
+ */
+function templateSql(template: string, fields: FormField[], fills: SqlFills): { fills: string[]; xml: string; instanceId: string; instanceName: string; values: string; root: string; rootText: string } {
+  const names = template.split(PLACEHOLDER).filter((p) => PLACEHOLDER.test(p)).map((p) => p.slice(2, -2));
+  for (const n of names) if (!fills[n]) throw new Error(`no SQL fill for {{${n}}}`);
+  let k = 0;
+  const markerFills: Fills = Object.fromEntries(names.map((n) => [n, () => `ZQXFILL${k++}XQZ`]));
+  const g = templateGenerator(template, fields, markerFills)();
+  // array_to_string copies each piece once (a chain of 500 `||` copies the growing text 500 times).
+  const concat = (text: string) => {
+    const parts = text.split(MARKER).map((p, i) => (i % 2 === 1 ? `f${Number(p) + 1}` : quote(p))).filter((p) => p !== "''");
+    return parts.length === 0 ? "''" : parts.length === 1 ? parts[0]! : `array_to_string(array[${parts.join(', ')}], '')`;
+  };
+  // Fills are inserted into JSON text unescaped: they must need no escaping (ours are [0-9a-z-]).
+  return {
+    fills: names.map((n) => fills[n]!),
+    xml: concat(g.xml),
+    instanceId: concat(g.instanceId),
+    instanceName: g.instanceName == null ? 'null::text' : concat(g.instanceName),
+    values: `(${concat(JSON.stringify(g.values))})::jsonb`,
+    root: `(${concat(JSON.stringify(rootValuesOf(g.values)))})::jsonb`,
+    rootText: concat(rootTextOf(g.values, fields)),
+  };
+}
+
+/** Sorted-key JSON: jsonb does not keep key order. */
+const canonical = (v: unknown): string => JSON.stringify(v, (_k, x: unknown) => (x && typeof x === 'object' && !Array.isArray(x)
+  ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : x));
+
+/**
+ * Reads stored rows back and checks each against what ingestion stores for its XML: parseSubmission's
+ * instanceID, MD5, instanceName and values, rootValuesOf, rootTextOf.
+ * @throws on the first difference.
+ */
+export async function checkStoredRows(database: NodeDatabase, fields: FormField[], defIds: number[]): Promise<void> {
+  const result = (await database.db.execute(sql`select d.instance_id, d.xml, d.md5, d.instance_name, d.values, d.root_values, d.root_text, s.instance_id as sub_instance_id, s.current_def_id
+    from submission_defs d join submissions s on s.id = d.submission_id where d.id in (${sql.join(defIds.map((id) => sql`${id}`), sql`, `)})`)) as unknown;
+  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<Record<string, unknown>>;
+  if (rows.length !== defIds.length) throw new Error(`checked ${rows.length} of ${defIds.length} rows`);
+  for (const r of rows) {
+    const parsed = parseSubmission(r.xml as string, fields);
+    const diffs = [
+      parsed.instanceId !== r.instance_id || r.sub_instance_id !== r.instance_id ? 'instanceID' : '',
+      parsed.hash.md5 !== r.md5 ? 'MD5' : '',
+      parsed.instanceName !== r.instance_name ? 'instanceName' : '',
+      canonical(parsed.values) !== canonical(r.values) ? 'values' : '',
+      canonical(rootValuesOf(parsed.values)) !== canonical(r.root_values) ? 'root_values' : '',
+      rootTextOf(parsed.values, fields) !== r.root_text ? 'root_text' : '',
+      parsed.attachments.length > 0 ? 'files' : '',
+      r.current_def_id == null ? 'current_def_id' : '',
+    ].filter(Boolean);
+    if (diffs.length > 0) throw new Error(`stored row ${String(r.instance_id)} differs from what ingestion stores: ${diffs.join(', ')}`);
+  }
+}
+
+/**
+ * Seeds rows `from`..`to`-1 of a form with INSERT … SELECT over generate_series: no row crosses
+ * the wire, so PostgreSQL's own insert speed is the limit (thousands of rows/s on 2 cores, against
+ * ~200 for seedSubmissions). The rows are those seedSubmissions writes (same columns, same texts
+ * from the same templates; random fills drawn by PostgreSQL's random() and gen_random_uuid()); the
+ * first and last row of every batch are read back and checked by checkStoredRows against
+ * parseSubmission. @returns seconds taken. Ends with VACUUM ANALYZE (PostgreSQL) as seedSubmissions.
+ * @throws on a failed batch or a check that fails.
+ */
+export async function seedSubmissionsFast(database: NodeDatabase, target: SeedTarget, opts: FastSeedOptions): Promise<number> {
+  const t0 = performance.now();
+  const batch = opts.batch ?? 5000;
+  const step = opts.stepMs ?? 10;
+  const fills = opts.fills ?? defaultSqlFills;
+  const shapes = opts.templates.map((t) => templateSql(t, target.fields, fills));
+  const m = shapes.length;
+  const pick = (field: Exclude<keyof ReturnType<typeof templateSql>, 'fills'>) => (m === 1 ? shapes[0]![field]
+    : `case i % ${m} ${shapes.map((s, j) => `when ${j} then ${s[field]}`).join(' ')} end`);
+  const fillColumns = Array.from({ length: Math.max(...shapes.map((s) => s.fills.length)) }, (_, k) => `${m === 1 ? shapes[0]!.fills[k]
+    : `case i % ${m} ${shapes.map((s, j) => `when ${j} then ${s.fills[k] ?? 'null'}`).join(' ')} end`} as f${k + 1}`).join(', ');
+  const statement = (from: number, to: number) => `
+    with input as materialized (
+      select i, ${fillColumns},
+        nextval(pg_get_serial_sequence('submissions', 'id')) as sid, nextval(pg_get_serial_sequence('submission_defs', 'id')) as did,
+        to_timestamp((${opts.epochMs}::float8 + i::float8 * ${step}) / 1000) as created_at
+      from generate_series(${from}, ${to - 1}) as i
+    ), d as (
+      insert into submission_defs (id, submission_id, form_def_id, instance_id, xml, md5, instance_name, submitter_id, device_id, user_agent, current, encrypted, values, root_values, root_text, created_at)
+      overriding system value
+      select did, sid, ${target.formDefId}, instance_id, xml, md5(xml), instance_name, ${target.submitterId ?? 'null'}, ${quote(DEVICE_ID)}, ${quote(USER_AGENT)}, true, false, vals, root, root_text, created_at
+      from (select did, sid, created_at, ${pick('instanceId')} as instance_id, ${pick('xml')} as xml, ${pick('instanceName')} as instance_name,
+        ${pick('values')} as vals, ${pick('root')} as root, ${pick('rootText')} as root_text from input) x
+      returning id, instance_id
+    ), s as (
+      insert into submissions (id, form_id, instance_id, draft, submitter_id, device_id, user_agent, current_def_id, created_at)
+      overriding system value
+      select sid, ${target.formId}, ${pick('instanceId')}, false, ${target.submitterId ?? 'null'}, ${quote(DEVICE_ID)}, ${quote(USER_AGENT)}, did, created_at from input
+      returning 1
+    )
+    select (select count(*) from s)::int as subs, (select count(*) from d)::int as defs, (select min(id) from d) as first, (select max(id) from d) as last`;
+  const ranges: Array<[number, number]> = [];
+  for (let i = opts.from; i < opts.to; i += batch) ranges.push([i, Math.min(opts.to, i + batch)]);
+  let next = 0;
+  let done = 0;
+  const lanes = database.kind === 'postgres' ? (opts.concurrency ?? 2) : 1;
+  await Promise.all(Array.from({ length: lanes }, async () => {
+    while (next < ranges.length) {
+      const [from, to] = ranges[next++]!;
+      const result = await database.db.transaction(async (tx) => {
+        await tx.execute(sql`set local work_mem = '256MB'`);
+        return tx.execute(sql.raw(statement(from, to)));
+      }).catch((err: unknown) => {
+        const e = err as { cause?: Error; message?: string };
+        throw new Error(`seeding rows ${from}..${to - 1} failed: ${e.cause?.message ?? String(e.message ?? err).slice(0, 500)}`);
+      });
+      const row = (Array.isArray(result) ? result[0] : (result as { rows: unknown[] }).rows[0]) as { subs: number; defs: number; first: number; last: number } | undefined;
+      if (row?.subs !== to - from || row.defs !== to - from) throw new Error(`short insert: ${JSON.stringify(row)} of ${to - from}`);
+      await checkStoredRows(database, target.fields, [...new Set([Number(row.first), Number(row.last)])]);
+      const before = done;
+      done += to - from;
+      if (opts.progress && Math.floor(done / 50_000) > Math.floor(before / 50_000)) {
+        console.log(`  seeded ${done} rows (${(done / ((performance.now() - t0) / 1000)).toFixed(0)} rows/s)`);
       }
     }
   }));
