@@ -83,12 +83,20 @@ async function triggeringEventId(tx: Ctx, ev: SubmissionEvent): Promise<number |
 /**
  * Processes one submission event. Never throws a Problem: those become `entity.error`
  * `{ submissionId, submissionDefId, errorMessage, problem }`; the entity work of the submission is
- * rolled back (savepoint). Other errors propagate (the job is retried).
+ * rolled back (savepoint). Other errors propagate after the same rollback (the job is retried), so
+ * the caller's transaction is left as it was: the handler is inline-safe (lib/jobs).
  */
 export async function processSubmissionEvent(tx: Ctx, ev: SubmissionEvent): Promise<void> {
+  // The savepoint goes out with the first read, in one round trip (postgres.js pipelines queries
+  // issued together on a transaction's connection; PGlite runs them in order).
   try {
-    await tx.db.transaction(async (inner) => { await processInner({ ...tx, db: inner as unknown as Ctx['db'] }, ev); });
+    const [, rows] = await Promise.all([
+      tx.db.execute(sql`savepoint entity_work`),
+      preludeQuery(tx.db).execute({ defId: ev.submissionDefId }),
+    ]);
+    await processInner(tx, ev, rows[0]);
   } catch (err) {
+    await tx.db.execute(sql`rollback to savepoint entity_work`);
     if (!(err instanceof Problem)) throw err;
     await writeAudit(tx, ev.actorId, 'entity.error', null, {
       submissionId: ev.submissionId, submissionDefId: ev.submissionDefId, errorMessage: err.message,
@@ -97,13 +105,15 @@ export async function processSubmissionEvent(tx: Ctx, ev: SubmissionEvent): Prom
   }
 }
 
-async function processInner(tx: Ctx, ev: SubmissionEvent): Promise<void> {
-  // One round trip for everything known before the XML is read (every approval and every entity
-  // submission comes here): the submission and its version, the form's project and actee, the
-  // definition's declarations and fields (not its XML), whether the submission already made an
-  // entity version or waits in the backlog, the definition's Dataset links and the live Datasets
-  // it declares.
-  const [row] = await preludeQuery(tx.db).execute({ defId: ev.submissionDefId });
+/** The row preludeQuery answers. */
+type Prelude = Awaited<ReturnType<ReturnType<typeof preludeQuery>['execute']>>[number];
+
+async function processInner(tx: Ctx, ev: SubmissionEvent, row: Prelude | undefined): Promise<void> {
+  // preludeQuery read, in the same round trip as the savepoint, everything known before the XML is
+  // read (every approval and every entity submission comes here): the submission and its version,
+  // the form's project and actee, the definition's declarations and fields (not its XML), whether
+  // the submission already made an entity version or waits in the backlog, the definition's
+  // Dataset links and the live Datasets it declares.
   if (!row || row.sub.draft || row.sub.deletedAt != null || row.def.encrypted) return;
   // A submission already used for an entity version is not processed again; one held in the
   // backlog waits for its predecessor (or the force run) to requeue it.
@@ -482,5 +492,5 @@ async function convertPending(tx: Ctx, payload: Record<string, unknown>): Promis
   }
 }
 
-registerJobHandler('submission.entities', (tx, payload) => processSubmissionEvent(tx, payload as unknown as SubmissionEvent));
+registerJobHandler('submission.entities', (tx, payload) => processSubmissionEvent(tx, payload as unknown as SubmissionEvent), { inline: true });
 registerJobHandler('dataset.convert', convertPending);

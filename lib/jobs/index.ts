@@ -17,6 +17,8 @@ import { withTx, type Ctx } from '../context';
 export type JobHandler = (tx: Ctx, payload: Record<string, unknown>) => Promise<void>;
 
 const handlers = new Map<string, JobHandler>();
+/** Actions whose handler was registered as safe to run in the producer's transaction. */
+const inlineSafe = new Set<string>();
 
 /** Jobs enqueued in each open transaction (keyed by its state object), for `withJobs`. */
 const enqueued = new WeakMap<object, number[]>();
@@ -29,10 +31,14 @@ const MAX_ATTEMPTS = 3;
 
 /**
  * Registers the handler for one job action (once per process; a second registration replaces
- * the first). Effects: in-memory registry only.
+ * the first). `opts.inline`: the handler may run inside the producer's own transaction (see
+ * `enqueueJob`'s `inline`) because it leaves no work behind when it throws (it rolls its own work
+ * back to a savepoint). Effects: in-memory registry only.
  */
-export function registerJobHandler(action: string, handler: JobHandler): void {
+export function registerJobHandler(action: string, handler: JobHandler, opts: { inline?: boolean } = {}): void {
   handlers.set(action, handler);
+  if (opts.inline === true) inlineSafe.add(action);
+  else inlineSafe.delete(action);
 }
 
 /** Whether a handler is registered for `action` in this process (bundle). Pure read. */
@@ -43,9 +49,25 @@ export const hasJobHandler = (action: string): boolean => handlers.has(action);
  * @param payload JSON the handler receives. @param opts.background leave it to the scheduled sweep
  *   (`drainJobs`) instead of running it right after the request's commit: a retry of work the
  *   request just tried and failed (Enketo), as Central's worker does it later, not at once.
- * @returns the job id. Effects: inserts into `jobs`; on commit the caller should `runJobs` (see `runJobsAfter`).
+ * @param opts.inline when this process has the action's handler registered as inline-safe and the
+ *   caller is in a transaction, run the handler now, in that transaction, instead of recording a
+ *   job: its work commits with the caller's (one commit, no job row, no second transaction; an
+ *   approval's entity is there when the response is). Should the handler throw, its work is
+ *   already rolled back and the job is recorded as without `inline`, for the retry.
+ * @returns the job id, or null when the handler ran inline.
+ * Effects: inserts into `jobs`, or the handler's; on commit the caller should `runJobs` (see `withJobs`).
  */
-export async function enqueueJob(tx: Ctx, action: string, payload: Record<string, unknown>, opts: { background?: boolean } = {}): Promise<number> {
+export async function enqueueJob(
+  tx: Ctx, action: string, payload: Record<string, unknown>, opts: { background?: boolean; inline?: boolean } = {},
+): Promise<number | null> {
+  if (opts.inline === true && tx.tx && inlineSafe.has(action)) {
+    try {
+      await handlers.get(action)!(tx, payload);
+      return null;
+    } catch (err) {
+      tx.log.error('inline job failed; recorded for a retry', { err, action, requestId: tx.requestId });
+    }
+  }
   const [row] = await tx.db.insert(jobs).values({ action, payload }).returning({ id: jobs.id });
   if (tx.tx && opts.background !== true) {
     const list = enqueued.get(tx.tx) ?? [];

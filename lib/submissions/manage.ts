@@ -70,12 +70,13 @@ export async function setReviewState(ctx: Ctx, projectId: number, xmlFormId: str
     const { reviewState } = parseInput(ReviewInput, body);
     const [row] = await tx.db.update(submissions).set({ reviewState, updatedAt: new Date() }).where(eq(submissions.id, sub.id)).returning();
     const auditId = await audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, reviewState }, notes);
-    // Approval may create entities (lib/entities handles the job after commit; the audit is its
-    // triggering event, so the job need not look it up).
+    // Approval may create entities: lib/entities' handler runs in this transaction when this
+    // process has it (one commit; the entity exists when the reviewer gets the answer), else as a
+    // job after commit. The audit is its triggering event, so the handler need not look it up.
     if (reviewState === 'approved' && row!.currentDefId != null) {
       await enqueueJob(tx, 'submission.entities', {
         action: 'submission.update', submissionId: sub.id, submissionDefId: row!.currentDefId, reviewState, actorId: tx.auth.actor?.id ?? null, auditId,
-      });
+      }, { inline: true });
     }
     return {
       instanceId: row!.instanceId, submitterId: row!.submitterId, deviceId: row!.deviceId, createdAt: row!.createdAt.toISOString(),
