@@ -34,6 +34,19 @@ export function renderFormList(entries: FormListEntry[]): string {
   </xforms>`;
 }
 
+/**
+ * Stands for the start of every URL in a document rendered once and served to many clients (a form
+ * list shared by devices with the same forms): the origin and prefix (`/v1/key/{token}`) differ per
+ * client. NUL, which no stored text holds (PostgreSQL text cannot) and esc() leaves as it is.
+ */
+export const URL_BASE = '\0';
+
+/** `doc` (rendered with URL_BASE before each URL) with `base` (origin + prefix, escaped) in its place. */
+export function fillUrlBase(doc: string, base: string): string {
+  // split/join, not replaceAll: a key token may hold `$`, which a replacement string would interpret.
+  return doc.split(URL_BASE).join(esc(base));
+}
+
 export interface ManifestEntry {
   filename: string;
   /** MD5 hex of the file. */

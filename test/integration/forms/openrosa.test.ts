@@ -315,6 +315,29 @@ describe('GET P/formList as an App User', () => {
   });
 });
 
+describe('GET P/formList served again (a list is rendered once per content)', () => {
+  test('two App Users with the same forms each get their own key URLs; a revoked assignment leaves the list at once', async () => {
+    const h = await harness();
+    await seedForms(h);
+    const [a, b] = [await createAppUser(h, 'A'), await createAppUser(h, 'B')];
+    for (const au of [a, b]) for (const id of ['simple', 'withAttachments']) await assign(h, id, au);
+    for (let round = 0; round < 2; round += 1) {
+      for (const au of [a, b]) {
+        const list = await formListOf(await formList(h, { key: au.token }));
+        expect(ids(list)).toEqual(['simple', 'withAttachments']);
+        for (const f of list) expect(f.downloadUrl).toBe(`http://localhost/v1/key/${au.token}/projects/${h.projectId}/forms/${f.formID}.xml`);
+      }
+    }
+    const revoke = await h.delete(`${F(h, 'simple')}/assignments/app-user/${a.id}`, { as: 'bob' });
+    expect(revoke.status, await revoke.clone().text()).toBe(200);
+    expect(ids(await formListOf(await formList(h, { key: a.token })))).toEqual(['withAttachments']);
+    expect(ids(await formListOf(await formList(h, { key: b.token })))).toEqual(['simple', 'withAttachments']);
+    // Assigned again: the list A saw before is right again, and served as such.
+    await assign(h, 'simple', a);
+    expect(ids(await formListOf(await formList(h, { key: a.token })))).toEqual(['simple', 'withAttachments']);
+  });
+});
+
 describe('GET P/formList as web users', () => {
   test('a Data Collector (formfill) sees every open published form of the project', async () => {
     const h = await harness();
