@@ -18,7 +18,8 @@
  * before (after a full GC) and at its peak during the request (sampled every 20 ms from the client
  * thread; the process holds the server and the client thread). Ratios: TTFB ÷ 200 ms, 50,000 ÷
  * rows/s and RSS growth ÷ 50 MB (each target met when ≤ 1, on PostgreSQL). The body of the first
- * request is parsed and checked (N rows, newest first, Central's keys). Load average printed.
+ * request is parsed and checked (N rows, newest first, Central's keys). Load average printed, and the CPU per
+ * row of the server thread and of the database's backends; BENCH_PROFILE=1 profiles the server thread.
  *
  *   createdb -h 127.0.0.1 -U postgres bench_lists_x
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_lists_x BENCH_REUSE=1 npx tsx bench/lists.ts
@@ -42,6 +43,7 @@ import { createFsBlobStore } from '../lib/runtime/fs-blobs';
 import { openDatabase } from '../lib/runtime/node';
 import type { FormField } from '../lib/xforms/types';
 import { benchAdmin } from './admin';
+import { cpuMeter, profilePhase } from './profile';
 import { SOAK_FORM_ID, seedSubmissions, soakFixtures, templateGenerator } from './seed-soak';
 
 setFlagsFromString('--expose-gc');
@@ -131,7 +133,10 @@ const get = (headers: Record<string, string>, keepBody: boolean, to = url, marke
 });
 
 const mb = (b: number) => b / 1024 / 1024;
-const runs: Array<{ label: string; g: Got; base: number }> = [];
+const backendPids = async () => (config.DATABASE_URL
+  ? (await rowsOf<{ pid: number }>(sql`select pid from pg_stat_activity where datname = current_database()`)).map((r) => Number(r.pid))
+  : []);
+const runs: Array<{ label: string; g: Got; base: number; cpu: { mainMs: number; pgMs: number } }> = [];
 let bad = false;
 const loadBefore = loadavg()[0]!;
 for (let i = 0; i < (LISTS.has('submissions') ? ITER + 1 : 0); i += 1) {
@@ -139,7 +144,13 @@ for (let i = 0; i < (LISTS.has('submissions') ? ITER + 1 : 0); i += 1) {
   gc();
   await new Promise((r) => setTimeout(r, 200));
   const base = process.memoryUsage.rss();
+  // CPU of the server's thread (this process's main thread; the client is a worker) and of the
+  // database's backends, per row; BENCH_PROFILE=1 profiles the server thread (bench/profile.ts).
+  const stopProfile = await profilePhase(`lists-${extended ? 'extended' : `plain${i + 1}`}`);
+  const cpuUsed = await cpuMeter(backendPids);
   const g = await get(extended ? { 'X-Extended-Metadata': 'true' } : {}, i === 0);
+  const cpu = await cpuUsed();
+  await stopProfile();
   if (g.status !== 200 || g.rows !== N) {
     bad = true;
     console.log(`FAILED: status ${g.status}, ${g.rows} rows (expected ${N})`);
@@ -153,7 +164,7 @@ for (let i = 0; i < (LISTS.has('submissions') ? ITER + 1 : 0); i += 1) {
       console.log(`FAILED check: ${list.length} rows, newest first ${sorted}, keys ${keys}`);
     } else console.log(`checked: ${list.length} rows, newest first, Central's keys`);
   }
-  runs.push({ label: extended ? 'extended' : `plain #${i + 1}`, g, base });
+  runs.push({ label: extended ? 'extended' : `plain #${i + 1}`, g, base, cpu });
 }
 const loadAfter = loadavg()[0]!;
 
@@ -214,12 +225,12 @@ const loadOthers = loadavg()[0]!;
 
 if (runs.length > 0) {
   console.log(`\nGET F/submissions, ${N} submissions of ${SOAK_FORM_ID}`);
-  console.log('run        TTFB ms   s      rows/s   MB/s   RSS base MB  peak MB  growth MB   TTFB÷200  50000÷rows/s  growth÷50');
-  for (const { label, g, base } of runs) {
+  console.log('run        TTFB ms   s      rows/s   MB/s   RSS base MB  peak MB  growth MB   TTFB÷200  50000÷rows/s  growth÷50  CPU µs/row server + PostgreSQL');
+  for (const { label, g, base, cpu } of runs) {
     const rps = g.rows / (g.ms / 1000);
     const growth = mb(g.peak - base);
     console.log(`${label.padEnd(10)} ${g.ttfb.toFixed(0).padStart(7)}  ${(g.ms / 1000).toFixed(2).padStart(5)}  ${rps.toFixed(0).padStart(7)}  ${(mb(g.bytes) / (g.ms / 1000)).toFixed(1).padStart(5)}  ` +
-      `${mb(base).toFixed(0).padStart(11)}  ${mb(g.peak).toFixed(0).padStart(7)}  ${growth.toFixed(1).padStart(9)}   ${(g.ttfb / TTFB_MS).toFixed(2).padStart(8)}  ${(ROWS_PER_S / rps).toFixed(2).padStart(12)}  ${(growth / RSS_MB).toFixed(2).padStart(9)}`);
+      `${mb(base).toFixed(0).padStart(11)}  ${mb(g.peak).toFixed(0).padStart(7)}  ${growth.toFixed(1).padStart(9)}   ${(g.ttfb / TTFB_MS).toFixed(2).padStart(8)}  ${(ROWS_PER_S / rps).toFixed(2).padStart(12)}  ${(growth / RSS_MB).toFixed(2).padStart(9)}  ${(cpu.mainMs * 1000 / g.rows).toFixed(1)} + ${(cpu.pgMs * 1000 / g.rows).toFixed(1)}`);
   }
   const plain = runs.filter((r) => r.label.startsWith('plain'));
   const worst = {
