@@ -56,6 +56,17 @@ interface SubCtx {
   formActeeId: string;
 }
 
+/**
+ * The entity_def_sources row of one submission's entity work, written once and shared by its
+ * entities: `get` inserts it on first use; a create writes it in its own statement (`row`, then `set`).
+ */
+interface SourceRef {
+  known(): number | null;
+  set(id: number): void;
+  row(): Promise<{ type: 'submission'; submissionDefId: number; details: unknown; forceProcessed: boolean; auditId: number | null }>;
+  get(): Promise<number>;
+}
+
 /** One entity of a Dataset with its current version. */
 type Current = { entity: EntityRow; def: EntityDefRow };
 
@@ -88,7 +99,8 @@ async function triggeringEventId(tx: Ctx, ev: SubmissionEvent): Promise<number |
  */
 export async function processSubmissionEvent(tx: Ctx, ev: SubmissionEvent): Promise<void> {
   // The savepoint goes out with the first read, in one round trip (postgres.js pipelines queries
-  // issued together on a transaction's connection; PGlite runs them in order).
+  // issued together on a transaction's connection). Which of the two runs first is not fixed, and
+  // need not be: the read writes nothing a rollback would have to undo.
   try {
     const [, rows] = await Promise.all([
       tx.db.execute(sql`savepoint entity_work`),
@@ -135,14 +147,18 @@ async function processInner(tx: Ctx, ev: SubmissionEvent, row: Prelude | undefin
   const byName = new Map(dsRows.filter((d) => d.publishedAt != null).map((d) => [d.name, d]));
   const ctxSub: SubCtx = { sub: row.sub, def: row.def, formActeeId: row.form.acteeId };
   let sourceId: number | null = null;
-  const source = async () => {
-    sourceId ??= (await tx.db.insert(entityDefSources)
-      .values({
-        type: 'submission', submissionDefId: row.def.id, details: { submission: { instanceId: row.def.instanceId } }, forceProcessed: ev.force === true,
-        auditId: await triggeringEventId(tx, ev),
-      })
-      .returning())[0]!.id;
-    return sourceId;
+  const sourceRow = async () => ({
+    type: 'submission' as const, submissionDefId: row.def.id, details: { submission: { instanceId: row.def.instanceId } },
+    forceProcessed: ev.force === true, auditId: await triggeringEventId(tx, ev),
+  });
+  const source: SourceRef = {
+    known: () => sourceId,
+    set: (id) => { sourceId = id; },
+    row: sourceRow,
+    async get() {
+      sourceId ??= (await tx.db.insert(entityDefSources).values(await sourceRow()).returning())[0]!.id;
+      return sourceId;
+    },
   };
   const errors: Array<{ index: number; message: string; problem: Problem }> = [];
   for (const [i, e] of found.entries()) {
@@ -212,7 +228,7 @@ const sameIndex = (a: number[], b: number[]) => {
 
 async function processEntity(
   tx: Ctx, ev: SubmissionEvent, sub: SubCtx,
-  dataset: DatasetRow, e: SubmissionEntity, data: Record<string, string>, permitted: string[], source: () => Promise<number>,
+  dataset: DatasetRow, e: SubmissionEntity, data: Record<string, string>, permitted: string[], source: SourceRef,
 ): Promise<void> {
   for (const action of ['create', 'update'] as const) {
     if (truthy(e[action]) && !permitted.includes(action)) throw entityActionNotPermitted({ action, permitted });
@@ -223,25 +239,38 @@ async function processEntity(
   // updates may be processed at once): holding and requeueing below happen under this lock.
   await lockEntity(tx, uuid);
   let result: Current | null = null;
+  // A create's statement also takes the branch's next held submission out of the backlog.
+  let next: BacklogRow | null | undefined;
   if (truthy(e.update)) {
     try {
       result = await updateFromSubmission(tx, ev, sub, dataset, e, uuid, data, source, false);
     } catch (err) {
       const fallback = err instanceof Problem && (err.code === 404.8 || (err.code === 400.2 && (err.details as { field?: string })?.field === 'baseVersion'));
       if (!(fallback && (truthy(e.create) || ev.force === true))) throw err;
-      result = await createFromSubmission(tx, ev, sub, dataset, e, uuid, data, source);
+      ({ result, next } = await createFromSubmission(tx, ev, sub, dataset, e, uuid, data, source));
     }
   } else if (truthy(e.create)) {
     try {
-      result = await createFromSubmission(tx, ev, sub, dataset, e, uuid, data, source);
+      ({ result, next } = await createFromSubmission(tx, ev, sub, dataset, e, uuid, data, source));
     } catch (err) {
       // A create arriving after a force-processed update made the entity: applied as an update.
       if (!(err instanceof Problem && err.code === 409.3 && (await createdByForce(tx, uuid)))) throw err;
       result = await updateFromSubmission(tx, ev, sub, dataset, e, uuid, data, source, true);
     }
   }
-  if (result != null && ev.force !== true) await requeueNextHeld(tx, ev, sub, result);
+  if (result != null && ev.force !== true) await requeueNextHeld(tx, ev, sub, result, next);
 }
+
+type BacklogRow = typeof entitySubmissionBacklog.$inferSelect;
+
+/**
+ * Where the held submission that comes after `version` waits (Central's
+ * _getNextHeldSubmissionInBranch): by branch and branchBaseVersion + 1, or, after an offline
+ * create outside any branch, the entity's held update based on version 1. Pure.
+ */
+const nextHeldPlace = (uuid: string, branchId: string | null, branchBaseVersion: number | null) => (branchId == null
+  ? { entityUuid: uuid, branchId: null, branchBaseVersion: 1 }
+  : { entityUuid: null, branchId, branchBaseVersion: (branchBaseVersion ?? 0) + 1 });
 
 /** Whether an entity's first version came from a force-processed backlog submission. */
 async function createdByForce(tx: Ctx, uuid: string): Promise<boolean> {
@@ -257,15 +286,19 @@ async function createdByForce(tx: Ctx, uuid: string): Promise<boolean> {
  * _getNextHeldSubmissionInBranch: by branch and branchBaseVersion + 1, or, after an offline create
  * outside any branch, the entity's held update based on version 1) leaves the backlog and is
  * queued as a `submission.backlog.reprocess` job, in this transaction. Audit
- * `submission.backlog.reprocess` `{ submissionId, submissionDefId }` on the form.
+ * `submission.backlog.reprocess` `{ submissionId, submissionDefId }` on the form. `taken`: the
+ * backlog row the applying statement already deleted (null: none), so it is not looked up again.
  */
-async function requeueNextHeld(tx: Ctx, ev: SubmissionEvent, sub: SubCtx, applied: Current): Promise<void> {
-  const { branchId, branchBaseVersion } = applied.def;
+async function requeueNextHeld(tx: Ctx, ev: SubmissionEvent, sub: SubCtx, applied: Current, taken?: BacklogRow | null): Promise<void> {
   const b = entitySubmissionBacklog;
-  const [next] = await tx.db.delete(b).where(branchId == null
-    ? and(eq(b.entityUuid, applied.entity.uuid), eq(b.branchBaseVersion, 1))
-    : and(eq(b.branchId, branchId), eq(b.branchBaseVersion, (branchBaseVersion ?? 0) + 1)))
-    .returning();
+  let next = taken;
+  if (next === undefined) {
+    const place = nextHeldPlace(applied.entity.uuid, applied.def.branchId, applied.def.branchBaseVersion);
+    [next] = await tx.db.delete(b).where(place.branchId == null
+      ? and(eq(b.entityUuid, place.entityUuid!), eq(b.branchBaseVersion, place.branchBaseVersion))
+      : and(eq(b.branchId, place.branchId), eq(b.branchBaseVersion, place.branchBaseVersion)))
+      .returning();
+  }
   if (!next) return;
   const auditId = await writeAudit(tx, ev.actorId, 'submission.backlog.reprocess', sub.formActeeId, {
     submissionId: next.submissionId, submissionDefId: next.submissionDefId,
@@ -277,43 +310,77 @@ async function requeueNextHeld(tx: Ctx, ev: SubmissionEvent, sub: SubCtx, applie
 
 async function createFromSubmission(
   tx: Ctx, ev: SubmissionEvent, sub: SubCtx,
-  dataset: DatasetRow, e: SubmissionEntity, uuid: string, data: Record<string, string>, source: () => Promise<number>,
-): Promise<Current | null> {
-  if ((dataset.approvalRequired && ev.reviewState !== 'approved') || (!dataset.approvalRequired && ev.action === 'submission.update')) return null;
+  dataset: DatasetRow, e: SubmissionEntity, uuid: string, data: Record<string, string>, source: SourceRef,
+): Promise<{ result: Current | null; next?: BacklogRow | null }> {
+  if ((dataset.approvalRequired && ev.reviewState !== 'approved') || (!dataset.approvalRequired && ev.action === 'submission.update')) return { result: null };
   // Force-processing an update as a create: Central gives it a label if it has none.
   const label = ev.force === true && (e.label == null || e.label.trim() === '') ? 'auto generated' : e.label;
   if (label == null || label.trim() === '') throw problems.user.missingParameter({ field: 'label' });
   const baseVersion = e.baseVersion == null || e.baseVersion.trim() === '' ? null : e.baseVersion;
   if (baseVersion != null && !/^\d+$/.test(baseVersion)) throw problems.user.invalidDataTypeOfParameter({ field: 'baseVersion', expected: 'integer' });
   const branch = branchOf(e);
-  const [taken] = await tx.db.select().from(entities).where(eq(entities.uuid, uuid));
-  if (taken?.deletedAt) throw entityUniquenessViolationWithDeleted({ entityUuids: [uuid] });
-  if (taken) throw problems.user.uniquenessViolation({ fields: ['uuid'], values: [uuid] });
-  const sourceId = await source();
-  // The entity, its first version and the entity.create audit in one statement (approvals and
-  // receipts come here one by one; a round trip each adds up).
+  // The entity, the submission's source row (unless an earlier entity of it wrote it), the first
+  // version, the entity.create audit and, unless force-processing, the next held submission of
+  // its branch out of the backlog: one statement (approvals and receipts come here one by one; a
+  // round trip each adds up). A uuid already taken inserts nothing (`on conflict do nothing`).
   const now = new Date().toISOString();
   const creatorId = sub.def.submitterId;
   // A forced update-as-create keeps its place in the branch, so the branch's next update finds it.
   const branchBaseVersion = ev.force === true && baseVersion != null ? Number(baseVersion) : null;
+  const knownSource = source.known();
+  const src = knownSource == null ? await source.row() : null;
+  const place = ev.force === true ? null : nextHeldPlace(uuid, branch.branchId, branchBaseVersion);
   const res = await tx.db.execute(sql`with e as (
       insert into entities (uuid, dataset_id, creator_id, created_at)
-      values (${uuid}::text, ${dataset.id}::int, ${creatorId}::int, ${now}::timestamptz) returning *),
+      values (${uuid}::text, ${dataset.id}::int, ${creatorId}::int, ${now}::timestamptz)
+      on conflict (uuid) do nothing returning *),
+    s as (
+      insert into entity_def_sources (type, submission_def_id, details, force_processed, audit_id)
+      select 'submission', ${src?.submissionDefId ?? null}::int, ${src == null ? null : JSON.stringify(src.details)}::jsonb,
+        ${src?.forceProcessed ?? false}::boolean, ${src?.auditId ?? null}::bigint
+      from e where ${src != null}::boolean returning id),
     d as (
       insert into entity_defs (entity_id, source_id, current, version, label, data, data_received, creator_id, user_agent, created_at,
         branch_id, trunk_version, branch_base_version)
-      select e.id, ${sourceId}::int, true, 1, ${label}::text, ${JSON.stringify(data)}::jsonb, ${JSON.stringify({ ...data, label })}::jsonb,
-        ${creatorId}::int, ${sub.def.userAgent}::text, ${now}::timestamptz, ${branch.branchId}::text, ${branch.trunkVersion}::int, ${branchBaseVersion}::int
+      select e.id, coalesce((select id from s), ${knownSource}::int), true, 1, ${label}::text, ${JSON.stringify(data)}::jsonb,
+        ${JSON.stringify({ ...data, label })}::jsonb, ${creatorId}::int, ${sub.def.userAgent}::text, ${now}::timestamptz,
+        ${branch.branchId}::text, ${branch.trunkVersion}::int, ${branchBaseVersion}::int
       from e returning *),
     a as (
       insert into audits (actor_id, action, actee_id, details)
       select ${ev.actorId}::int, 'entity.create', ${dataset.acteeId}::text, jsonb_build_object('entityId', e.id, 'entityDefId', d.id,
         'entity', jsonb_build_object('uuid', ${uuid}::text, 'dataset', ${dataset.name}::text),
         'submissionId', ${sub.sub.id}::int, 'submissionDefId', ${sub.def.id}::int)
-      from e, d returning id)
-    select row_to_json(e) as e, row_to_json(d) as d, (select count(*) from a) as audited from e, d`);
-  const row = ((Array.isArray(res) ? res : (res as unknown as { rows: unknown[] }).rows) as Array<{ e: unknown; d: unknown }>)[0]!;
-  return { entity: entityRowFromJson(parseJsonValue(row.e)), def: entityDefRowFromJson(parseJsonValue(row.d)) };
+      from e, d returning id),
+    b as (
+      delete from entity_submission_backlog where ${place != null}::boolean and exists (select 1 from e)
+        and (entity_uuid = ${place?.entityUuid ?? null}::text or ${place?.entityUuid == null}::boolean)
+        and (branch_id = ${place?.branchId ?? null}::text or ${place?.branchId == null}::boolean)
+        and branch_base_version = ${place?.branchBaseVersion ?? null}::int
+      returning *)
+    select row_to_json(e) as e, row_to_json(d) as d, (select id from s) as source_id,
+      (select row_to_json(b) from b limit 1) as next, (select count(*) from a) as audited
+    from e, d`);
+  const row = ((Array.isArray(res) ? res : (res as unknown as { rows: unknown[] }).rows) as Array<{ e: unknown; d: unknown; source_id: unknown; next: unknown }>)[0];
+  if (!row) {
+    // Nothing inserted: the uuid is taken (by a deleted entity, or a live one).
+    const [taken] = await tx.db.select({ deletedAt: entities.deletedAt }).from(entities).where(eq(entities.uuid, uuid));
+    if (taken?.deletedAt) throw entityUniquenessViolationWithDeleted({ entityUuids: [uuid] });
+    throw problems.user.uniquenessViolation({ fields: ['uuid'], values: [uuid] });
+  }
+  if (row.source_id != null) source.set(Number(row.source_id));
+  return {
+    result: { entity: entityRowFromJson(parseJsonValue(row.e)), def: entityDefRowFromJson(parseJsonValue(row.d)) },
+    next: place == null ? undefined : (row.next == null ? null : backlogRowFromJson(parseJsonValue(row.next))),
+  };
+}
+
+/** An entity_submission_backlog row from row_to_json (snake_case, timestamps as text). Pure. */
+function backlogRowFromJson(r: Record<string, unknown>): BacklogRow {
+  return {
+    id: Number(r.id), submissionId: Number(r.submission_id), submissionDefId: Number(r.submission_def_id), entityUuid: r.entity_uuid as string,
+    branchId: r.branch_id as string, branchBaseVersion: Number(r.branch_base_version), loggedAt: new Date(r.logged_at as string),
+  };
 }
 
 const parseJsonValue = (v: unknown): Record<string, unknown> => (typeof v === 'string' ? JSON.parse(v) as Record<string, unknown> : v as Record<string, unknown>);
@@ -405,7 +472,7 @@ async function holdSubmission(tx: Ctx, ev: SubmissionEvent, sub: SubCtx, uuid: s
 
 async function updateFromSubmission(
   tx: Ctx, ev: SubmissionEvent, sub: SubCtx, dataset: DatasetRow, e: SubmissionEntity, uuid: string,
-  data: Record<string, string>, source: () => Promise<number>, createAsUpdate: boolean,
+  data: Record<string, string>, source: SourceRef, createAsUpdate: boolean,
 ): Promise<Current | null> {
   if (!UPDATE_ACTIONS.has(ev.action)) return null;
   let baseVersion = 0;
@@ -454,7 +521,7 @@ async function updateFromSubmission(
     if (server.def.label !== (dataReceived.label ?? null)) diff.label = server.def.label;
     hardOrSoft(diff);
     await tx.db.update(entityDefSources).set({ details: sql`coalesce(${entityDefSources.details}, '{}'::jsonb) || '{"action":"create"}'::jsonb` })
-      .where(eq(entityDefSources.id, await source()));
+      .where(eq(entityDefSources.id, await source.get()));
   } else if (branch.branchId != null && conflict !== 'hard') {
     // Central's _interruptedBranch: a version from outside the branch after its trunk version.
     const [other] = await tx.db.select({ v: entityDefs.version }).from(entityDefs)
@@ -466,7 +533,7 @@ async function updateFromSubmission(
   const { addVersion } = await entitiesModule();
   const result = await addVersion(tx, server as Current, {
     label: label ?? server.def.label, data: { ...server.def.data, ...data }, dataReceived, baseVersion: base.version,
-    conflict, conflictingProperties, source: { type: 'submission', id: await source() },
+    conflict, conflictingProperties, source: { type: 'submission', id: await source.get() },
     creatorId: sub.def.submitterId, userAgent: sub.def.userAgent, branchId: branch.branchId, trunkVersion: branch.trunkVersion,
     branchBaseVersion: branch.branchId != null && !createAsUpdate ? baseVersion : null,
   });

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNotNull, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNotNull, lt, sql } from 'drizzle-orm';
 import * as z from 'zod';
 import { actors, audits, comments, formDefs, forms, keys, projects, submissionAttachments, submissionDefs, submissions, type FormRow } from '../../drizzle/schema';
 import { actorJson, iso } from '../actors';
@@ -68,8 +68,12 @@ export async function setReviewState(ctx: Ctx, projectId: number, xmlFormId: str
     if (f.subId == null) throw problems.user.notFound();
     const sub = { id: f.subId };
     const { reviewState } = parseInput(ReviewInput, body);
-    const [row] = await tx.db.update(submissions).set({ reviewState, updatedAt: new Date() }).where(eq(submissions.id, sub.id)).returning();
-    const auditId = await audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, reviewState }, notes);
+    // The update and its audit go out together, in either order (one round trip: neither needs the
+    // other's answer; both commit or neither).
+    const [[row], auditId] = await Promise.all([
+      tx.db.update(submissions).set({ reviewState, updatedAt: new Date() }).where(eq(submissions.id, sub.id)).returning(),
+      audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, reviewState }, notes),
+    ]);
     // Approval may create entities: lib/entities' handler runs in this transaction when this
     // process has it (one commit; the entity exists when the reviewer gets the answer), else as a
     // job after commit. The audit is its triggering event, so the handler need not look it up.
