@@ -25,6 +25,10 @@ export const submissions = pgTable('submissions', {
 }, (t) => [
   uniqueIndex('submissions_form_instance_draft').on(t.formId, t.instanceId, t.draft),
   index('submissions_form_created').on(t.formId, t.draft, t.createdAt, t.id).where(sql`${t.deletedAt} is null`),
+  // From a version to its submission: a selective field filter finds a few submission_defs rows by
+  // a field index and reaches their submissions through this (without it, a scan of every
+  // submission: 470 ms at 1,000,000 for a 1-row `$filter=q1 eq '…'`).
+  index('submissions_current_def').on(t.currentDefId),
 ]);
 
 export type SubmissionRow = typeof submissions.$inferSelect;
