@@ -102,6 +102,8 @@ const nameOf = (i: number) => `name${i % 1000}`;
 
 // ─── bulk create ────────────────────────────────────────────────────────────────────────────
 console.log(`Entities bench on ${where}: ${N.toLocaleString('en')} entities; load ${loadavg()[0]!.toFixed(2)}`);
+const stopBulkProfile = await profilePhase('bulk');
+const bulkCpu = await cpuMeter(backendPids);
 const bulkStart = performance.now();
 for (let i = 0; i < N; i += CHUNK) {
   const list = [];
@@ -115,7 +117,11 @@ for (let i = 0; i < N; i += CHUNK) {
   await res.arrayBuffer();
 }
 const bulkS = (performance.now() - bulkStart) / 1000;
-report('bulk create', `${Math.round(N / bulkS).toLocaleString('en')} entities/s (${bulkS.toFixed(1)} s)`, N / bulkS / 20_000);
+const bulkUsed = await bulkCpu();
+await stopBulkProfile();
+// This process's figure includes the client's JSON.stringify of each body.
+report('bulk create', `${Math.round(N / bulkS).toLocaleString('en')} entities/s (${bulkS.toFixed(1)} s)`, N / bulkS / 20_000,
+  `CPU per entity: this process ${((bulkUsed.mainMs / N) * 1000).toFixed(1)} µs, PostgreSQL ${((bulkUsed.pgMs / N) * 1000).toFixed(1)} µs`);
 if (config.DATABASE_URL) await database.db.execute(sql.raw('vacuum analyze'));
 
 // ─── entity CSV ─────────────────────────────────────────────────────────────────────────────
@@ -124,6 +130,8 @@ if (only('csv')) {
   const rssBefore = process.memoryUsage().rss;
   let rssPeak = rssBefore;
   const sampler = setInterval(() => { rssPeak = Math.max(rssPeak, process.memoryUsage().rss); }, 20);
+  const stopProfile = await profilePhase('csv');
+  const cpu = await cpuMeter(backendPids);
   const start = performance.now();
   const res = await fetch(`${base}${D}/entities.csv`, { headers: auth });
   if (res.status !== 200) throw new Error(`csv: ${res.status}`);
@@ -135,10 +143,13 @@ if (only('csv')) {
     for (const b of value) if (b === 10) lines += 1;
   }
   const s = (performance.now() - start) / 1000;
+  const used = await cpu();
+  await stopProfile();
   clearInterval(sampler);
   if (lines !== N + 1) throw new Error(`csv: ${lines} lines, expected ${N + 1}`);
+  // This process's figure includes the client's line count.
   report('entity CSV', `${Math.round(N / s).toLocaleString('en')} rows/s (${s.toFixed(2)} s)`, N / s / 100_000,
-    `RSS ${Math.round(rssBefore / 2 ** 20)} MB before, peak +${Math.round((rssPeak - rssBefore) / 2 ** 20)} MB`);
+    `RSS ${Math.round(rssBefore / 2 ** 20)} MB before, peak +${Math.round((rssPeak - rssBefore) / 2 ** 20)} MB; CPU per row: this process ${((used.mainMs / N) * 1000).toFixed(1)} µs, PostgreSQL ${((used.pgMs / N) * 1000).toFixed(1)} µs`);
 }
 
 // ─── OData ──────────────────────────────────────────────────────────────────────────────────
