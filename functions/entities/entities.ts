@@ -21,12 +21,12 @@ export const entitiesRoutes = groupApp()
   .post(`${D}/entities/bulk-delete`, async (c) => c.json(await entities.bulkSetDeleted(c.var.ctx, projectId(c), stringParam(c, 'name'), await jsonBody(c), false)))
   .post(`${D}/entities/bulk-restore`, async (c) => c.json(await entities.bulkSetDeleted(c.var.ctx, projectId(c), stringParam(c, 'name'), await jsonBody(c), true)))
   .get(`${E}/versions`, async (c) =>
-    c.json(await entities.listVersions(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'), {
+    jsonArrayResponse(await entities.listVersions(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'), {
       extended: isExtended(c), relevantToConflict: c.req.query('relevantToConflict') === 'true',
     })))
   .get(`${E}/diffs`, async (c) => c.json(await entities.listDiffs(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'))))
   .get(`${E}/audits`, async (c) =>
-    c.json(await listEntityAudits(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'), paging(c))))
+    jsonArrayResponse(await listEntityAudits(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'), paging(c))))
   .post(`${E}/restore`, async (c) => {
     await entities.restoreEntity(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'));
     return success(c);

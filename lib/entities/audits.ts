@@ -9,7 +9,7 @@
  * Also the entity shown in extended submission audits (`withEntityDetails`).
  * Behaviour of Central's Audits.getByEntityId and getBySubmissionId. Spec: central-api.yaml (Entity Management, audits).
  */
-import { and, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
 import {
   actors, audits, datasets, entities, entityDefs, entityDefSources, forms, submissionDefs, submissions, type ActorRow, type AuditRow, type EntityRow,
 } from '../../drizzle/schema';
@@ -18,6 +18,8 @@ import { auditJson } from '../audits';
 import { canOrReject } from '../authz/can';
 import type { Ctx } from '../context';
 import { datasetActee, getDatasetOrNotFound } from '../datasets';
+import { keyset, keysetRead } from '../db/keyset';
+import { mapBatches } from '../http/json-stream';
 import { submissionJson } from '../submissions/queries';
 import { getEntityOrNotFound } from './index';
 import { entityJson } from './model';
@@ -31,13 +33,16 @@ async function actorsOf(ctx: Ctx, ids: Array<number | null | undefined>): Promis
 const num = (v: unknown): number | null => (v == null || v === '' || Number.isNaN(Number(v)) ? null : Number(v));
 
 /**
- * The audit log of one Entity, newest first, `limit` / `offset` as Central's paging.
- * @returns Audit JSON with `actor` and `details.source` (see the module comment).
- * @throws 404.1 unknown Dataset or Entity (a malformed uuid is 400.11); 401.2/403.1 without entity.read. Reads only.
+ * The audit log of one Entity, newest first, `limit` / `offset` as Central's paging. Read by keyset
+ * in batches of 1,000 (lib/db/keyset.ts), each batch's sources, events and submissions in one query
+ * per table, for a streamed answer (lib/http/json-stream.ts).
+ * @returns an async generator of batches of Audit JSON with `actor` and `details.source` (see the module comment).
+ * @throws 404.1 unknown Dataset or Entity (a malformed uuid is 400.11); 401.2/403.1 without entity.read
+ *   (before the first batch). Reads only.
  */
 export async function listEntityAudits(
   ctx: Ctx, projectId: number, name: string, uuidParam: string, page: { limit?: number; offset?: number } = {},
-): Promise<EntityAuditJson[]> {
+): Promise<AsyncGenerator<EntityAuditJson[]>> {
   const d = await getDatasetOrNotFound(ctx, projectId, name);
   await canOrReject(ctx, 'entity.read', datasetActee(d));
   const { entity } = await getEntityOrNotFound(ctx, d.dataset.id, uuidParam);
@@ -47,40 +52,71 @@ export async function listEntityAudits(
 /** One event of an Entity's audit log: Audit JSON, `details.source`, `actor`. */
 export type EntityAuditJson = ReturnType<typeof auditJson> & { details: Record<string, unknown>; actor: ReturnType<typeof actorJson> | null };
 
+/** Audits newest first (ties by id), as GET /v1/audits. */
+const auditOrder = keyset([{ expr: audits.loggedAt, type: 'timestamptz', desc: true }, { expr: audits.id, type: 'bigint', desc: true }]);
+
+/** The audits of an Entity: on its Dataset's actee (indexed), naming its uuid (unique across the server) or its bulk upload. */
+const entityAuditsWhere = (datasetActeeId: string, entity: EntityRow) => and(eq(audits.acteeId, datasetActeeId), sql`(
+  ${audits.details} -> 'entity' ->> 'uuid' = ${entity.uuid}
+  or (${audits.action} in ('entity.bulk.delete', 'entity.bulk.restore') and ${audits.details} -> 'entityUuids' ? ${entity.uuid})
+  or (${audits.action} = 'entity.bulk.create' and (${audits.details} ->> 'sourceId') in
+    (select ${entityDefs.sourceId}::text from ${entityDefs} where ${entityDefs.entityId} = ${entity.id})))`);
+
 /**
- * The audit log of an Entity already loaded (E/audits, and E/versions for each version's source
- * and the last resolve), newest first. Rights are the caller's. Reads only.
+ * The audit log of an Entity already loaded (E/audits), newest first, in keyset batches. Rights
+ * are the caller's. `versionEvents` (E/versions): only the entity.create / entity.update.version
+ * events of the entity_defs ids in this range, inclusive (each version's `details.source`; a range,
+ * not a list, which the planner joined badly). Reads only.
+ * @returns an async generator of batches of EntityAuditJson.
  */
-export async function entityAuditLog(
-  ctx: Ctx, datasetActeeId: string, entity: EntityRow, page: { limit?: number; offset?: number } = {},
-): Promise<EntityAuditJson[]> {
-  const defs = await ctx.db.select({ def: entityDefs, source: entityDefSources }).from(entityDefs)
+export function entityAuditLog(
+  ctx: Ctx, datasetActeeId: string, entity: EntityRow,
+  opts: { limit?: number; offset?: number; versionEvents?: { from: number; to: number } } = {},
+): AsyncGenerator<EntityAuditJson[]> {
+  const range = opts.versionEvents;
+  const only = range == null ? undefined : sql`${audits.action} in ('entity.create', 'entity.update.version')
+    and (${audits.details} ->> 'entityDefId')::int between ${range.from} and ${range.to}`;
+  const rows = keysetRead(auditOrder, (after, limit, offset) => ctx.db.select({ a: audits, ...auditOrder.fields }).from(audits)
+    .where(and(entityAuditsWhere(datasetActeeId, entity), only, after)).orderBy(...auditOrder.orderBy).limit(limit).offset(offset), opts);
+  return mapBatches(rows, (batch) => withSources(ctx, entity, batch.map((r) => r.a)));
+}
+
+/**
+ * The id of the entity_defs row the Entity's latest `entity.update.resolve` names, or null (E/versions:
+ * conflicts of versions up to it are resolved). Reads only.
+ */
+export async function lastResolvedDefId(ctx: Ctx, datasetActeeId: string, entity: EntityRow): Promise<number | null> {
+  const [row] = await ctx.db.select({ details: audits.details }).from(audits)
+    .where(and(entityAuditsWhere(datasetActeeId, entity), eq(audits.action, 'entity.update.resolve')))
+    .orderBy(...auditOrder.orderBy).limit(1);
+  return row ? Number((row.details as { entityDefId?: number } | null)?.entityDefId ?? 0) : null;
+}
+
+/** A batch of an Entity's audits with their actors and `details.source` (see the module comment), one query per table. */
+async function withSources(ctx: Ctx, entity: EntityRow, rows: AuditRow[]): Promise<EntityAuditJson[]> {
+  const detailsOf = (a: AuditRow) => (a.details ?? {}) as Record<string, unknown>;
+  // The versions and sources (of this entity's versions) that the batch names.
+  const defIds = [...new Set(rows.map((a) => num(detailsOf(a).entityDefId)).filter((x): x is number => x != null))];
+  const srcIds = [...new Set(rows.map((a) => num(detailsOf(a).sourceId)).filter((x): x is number => x != null))];
+  const defs = defIds.length === 0 ? [] : await ctx.db.select({ def: entityDefs, source: entityDefSources }).from(entityDefs)
     .leftJoin(entityDefSources, eq(entityDefSources.id, entityDefs.sourceId))
-    .where(eq(entityDefs.entityId, entity.id));
-  const sourceIds = [...new Set(defs.map((r) => r.def.sourceId).filter((x): x is number => x != null))];
-  const uuid = entity.uuid;
-  // On the Dataset's actee (indexed); an entity's uuid is unique across the server.
-  let query = ctx.db.select().from(audits).where(and(eq(audits.acteeId, datasetActeeId), sql`(
-      ${audits.details} -> 'entity' ->> 'uuid' = ${uuid}
-      or (${audits.action} in ('entity.bulk.delete', 'entity.bulk.restore') and ${audits.details} -> 'entityUuids' ? ${uuid})
-      or (${audits.action} = 'entity.bulk.create' and (${audits.details} ->> 'sourceId') in (select jsonb_array_elements_text(${JSON.stringify(sourceIds.map(String))}::jsonb))))`))
-    .orderBy(desc(audits.loggedAt), desc(audits.id)).$dynamic();
-  if (page.limit != null) query = query.limit(page.limit);
-  if (page.offset != null) query = query.offset(page.offset);
-  const rows = await query;
+    .where(and(eq(entityDefs.entityId, entity.id), inArray(entityDefs.id, defIds)));
+  const sources = srcIds.length === 0 ? [] : await ctx.db.select().from(entityDefSources).where(and(inArray(entityDefSources.id, srcIds),
+    inArray(entityDefSources.id, ctx.db.select({ id: entityDefs.sourceId }).from(entityDefs).where(eq(entityDefs.entityId, entity.id)))));
 
   const defById = new Map(defs.map((r) => [r.def.id, r]));
-  const sourceById = new Map(defs.filter((r) => r.source != null).map((r) => [r.source!.id, r.source!]));
+  const sourceById = new Map(sources.map((src) => [src.id, src]));
   const sourceOf = (a: AuditRow) => {
-    const det = (a.details ?? {}) as Record<string, unknown>;
+    const det = detailsOf(a);
     const defId = num(det.entityDefId);
     if (defId != null) return defById.get(defId)?.source ?? null;
     const srcId = num(det.sourceId);
     return srcId != null ? (sourceById.get(srcId) ?? null) : null;
   };
+  const batchSources = rows.map(sourceOf);
 
   // Triggering events, and the submission.create event of each one's submission.
-  const eventIds = [...new Set(rows.map((a) => sourceOf(a)?.auditId).filter((x): x is number => x != null))];
+  const eventIds = [...new Set(batchSources.map((src) => src?.auditId).filter((x): x is number => x != null))];
   const events = eventIds.length === 0 ? [] : await ctx.db.select().from(audits).where(inArray(audits.id, eventIds));
   const eventById = new Map(events.map((e) => [e.id, e]));
   const subIds = [...new Set(events.map((e) => num((e.details as Record<string, unknown> | null)?.submissionId)).filter((x): x is number => x != null))];
@@ -91,7 +127,7 @@ export async function entityAuditLog(
   const createBySub = new Map(creates.map((c) => [num((c.details as Record<string, unknown>).submissionId)!, c]));
 
   // Live submissions (and forms) behind the entity's versions, with their current versions.
-  const linkedDefIds = [...new Set(defs.map((r) => r.source?.submissionDefId).filter((x): x is number => x != null))];
+  const linkedDefIds = [...new Set(batchSources.map((src) => src?.submissionDefId).filter((x): x is number => x != null))];
   const linked = linkedDefIds.length === 0 ? [] : await ctx.db.select({ linkedId: submissionDefs.id, sub: submissions, xmlFormId: forms.xmlFormId })
     .from(submissionDefs)
     .innerJoin(submissions, and(eq(submissions.id, submissionDefs.submissionId), isNull(submissions.deletedAt)))
@@ -108,8 +144,8 @@ export async function entityAuditLog(
   ]);
   const actorOf = (id: number | null) => (id != null && people.has(id) ? actorJson(people.get(id)!) : null);
 
-  return rows.map((a) => {
-    const source = sourceOf(a);
+  return rows.map((a, i) => {
+    const source = batchSources[i];
     const event = source?.auditId != null ? eventById.get(source.auditId) : undefined;
     let detailsSource: unknown;
     if (event) {

@@ -15,7 +15,7 @@ import { datasetActee, getDatasetOrNotFound, publishedProperties, type LoadedDat
 import { problems } from '../problem';
 import {
   entityJson, entityUniquenessViolationWithDeleted, entityVersionConflict, noConflictEntity, normalizeUuid, readEntityBody, unexpectedAttributes,
-  versionDiffs, versionJson, withConflictDetails, type EntityInput,
+  versionDiffs, versionJson, ConflictWalk, conflictFields, type EntityInput,
 } from './model';
 import { entityListHashes } from '../datasets/entity-lists';
 import { entitiesCsvStream } from './entity-lists';
@@ -23,7 +23,7 @@ import { entityFilter, entitySearch } from '../odata/entities';
 import { sanitizeOdataIdentifier } from '../xforms/parse-form';
 import './from-submissions';
 import { keyset, keysetRead } from '../db/keyset';
-import { mapBatches } from '../http/json-stream';
+import { collectBatches, mapBatches } from '../http/json-stream';
 
 
 /** Loads a published Dataset and checks `verb` on it. @throws 404.1; 401.2/403.1. */
@@ -360,35 +360,92 @@ export async function bulkSetDeleted(ctx: Ctx, projectId: number, name: string, 
   });
 }
 
+/** An Entity's versions in order (version is unique per entity). */
+const versionOrder = keyset([{ expr: entityDefs.version, type: 'int' }]);
+
+/** An Entity's versions with their sources, oldest first, in keyset batches. */
+function readVersions(ctx: Ctx, entityId: number) {
+  return keysetRead(versionOrder, (after, limit) => ctx.db.select({ def: entityDefs, source: entityDefSources, ...versionOrder.fields }).from(entityDefs)
+    .leftJoin(entityDefSources, eq(entityDefSources.id, entityDefs.sourceId))
+    .where(and(eq(entityDefs.entityId, entityId), after)).orderBy(...versionOrder.orderBy).limit(limit));
+}
+
+const isCreateAsUpdate = (source: { details: unknown } | null) => (source?.details as { action?: string } | null)?.action === 'create';
+
 /**
  * Versions of an entity, oldest first, with conflict details (GET E/versions); `relevantToConflict`
  * keeps only those the conflict resolution needs; extended adds each creator. A version's `source`
  * is its create/update event's `details.source` in the entity's audit log (./audits.ts: the
  * triggering event and submission), else the source's details (a bulk upload's `{ name, size, … }`).
- * @throws 404.1; 401.2/403.1 without entity.read. Reads only.
+ * Streamed (issue 21) in two keyset passes of 1,000 versions: the first reads only what the
+ * conflict state needs (no data) up to the first unresolved conflict, which decides every
+ * version's lastGoodVersion and relevantToConflict; the second reads the versions with their
+ * data, each batch's base and previous versions (baseDiff, serverDiff), sources, creators and the
+ * later versions based on them in one query each (model.ts ConflictWalk, conflictFields).
+ * @returns an async generator of batches of Entity Version JSON.
+ * @throws 404.1; 401.2/403.1 without entity.read (before the first batch). Reads only.
  */
 export async function listVersions(ctx: Ctx, projectId: number, name: string, uuid: string, opts: { extended: boolean; relevantToConflict: boolean }) {
   const d = await loadDataset(ctx, projectId, name, 'entity.read');
   const { entity } = await getEntityOrNotFound(ctx, d.dataset.id, uuid);
-  const defs = await ctx.db.select({ def: entityDefs, source: entityDefSources }).from(entityDefs)
-    .leftJoin(entityDefSources, eq(entityDefSources.id, entityDefs.sourceId))
-    .where(eq(entityDefs.entityId, entity.id)).orderBy(asc(entityDefs.version));
-  const people = opts.extended ? await actorMap(ctx, defs.map((r) => r.def.creatorId)) : null;
-  const { entityAuditLog } = await import('./audits');
-  const log = await entityAuditLog(ctx, d.dataset.acteeId, entity);
-  const resolved = log.find((a) => a.action === 'entity.update.resolve');
-  const eventSource = new Map(log.filter((a) => a.action === 'entity.create' || a.action === 'entity.update.version')
-    .map((a) => [Number(a.details.entityDefId), a.details.source]));
+  const { entityAuditLog, lastResolvedDefId } = await import('./audits');
+  const resolvedDefId = await lastResolvedDefId(ctx, d.dataset.acteeId, entity);
+  // First pass: the first unresolved conflict (or, when none, the last version).
+  let firstUnresolved: number | null = null;
+  let lastVersion: number | null = null;
+  const facts = keysetRead(versionOrder, (after, limit) => ctx.db.select({
+    id: entityDefs.id, version: entityDefs.version, baseVersion: entityDefs.baseVersion, branchId: entityDefs.branchId,
+    trunkVersion: entityDefs.trunkVersion, conflictingProperties: entityDefs.conflictingProperties, source: { details: entityDefSources.details },
+    ...versionOrder.fields,
+  }).from(entityDefs).leftJoin(entityDefSources, eq(entityDefSources.id, entityDefs.sourceId))
+    .where(and(eq(entityDefs.entityId, entity.id), after)).orderBy(...versionOrder.orderBy).limit(limit));
+  const scan = new ConflictWalk(resolvedDefId);
+  scanning: for await (const batch of facts) {
+    for (const r of batch) {
+      lastVersion = r.version;
+      const state = scan.next({ ...r, isCreateAsUpdate: isCreateAsUpdate(r.source) });
+      if (state.conflict != null && !state.resolved) {
+        firstUnresolved = r.version;
+        break scanning;
+      }
+    }
+  }
+  const lastGood = firstUnresolved == null ? 0 : firstUnresolved - 1;
   // As GET E: the current version leaves out values of properties deleted since (Central).
   const live = new Set((await publishedProperties(ctx, d.dataset.id)).map((p) => p.name));
   const shown = (def: EntityDefRow): EntityDefRow =>
     (def.current ? { ...def, data: Object.fromEntries(Object.entries(def.data).filter(([k]) => live.has(k))) } : def);
-  return withConflictDetails(defs.map((r) => ({
-    def: r.def,
-    isCreateAsUpdate: (r.source?.details as { action?: string } | null)?.action === 'create',
-    ...versionJson(shown(r.def), true, people ? (people.get(r.def.creatorId ?? -1) ?? null) : undefined),
-    source: eventSource.get(r.def.id) ?? r.source?.details ?? {},
-  })), resolved ? Number((resolved.details as { entityDefId?: number }).entityDefId ?? 0) : null, opts.relevantToConflict);
+  const walk = new ConflictWalk(resolvedDefId);
+  return mapBatches(readVersions(ctx, entity.id), async (batch) => {
+    const versions = batch.map((r) => r.def.version);
+    // Bases and previous versions outside the batch (any earlier version can be a base).
+    const inBatch = new Map(batch.map((r) => [r.def.version, r.def as Pick<EntityDefRow, 'label' | 'data'>]));
+    const wanted = [...new Set(batch.flatMap((r) => (r.def.version > 1 && r.def.baseVersion != null ? [r.def.baseVersion, r.def.version - 1] : [])))]
+      .filter((v) => !inBatch.has(v));
+    const near = new Map(inBatch);
+    if (wanted.length > 0) {
+      for (const r of await ctx.db.select({ version: entityDefs.version, label: entityDefs.label, data: entityDefs.data }).from(entityDefs)
+        .where(and(eq(entityDefs.entityId, entity.id), inArray(entityDefs.version, wanted)))) near.set(r.version, r);
+    }
+    // Versions before lastGood that a version from the first unresolved conflict on is based on.
+    const early = versions.filter((v) => v < lastGood);
+    const baseOfLater = new Set(early.length === 0 ? [] : (await ctx.db.selectDistinct({ v: entityDefs.baseVersion }).from(entityDefs)
+      .where(and(eq(entityDefs.entityId, entity.id), sql`${entityDefs.version} >= ${firstUnresolved}`, sql`${entityDefs.version} > 1`,
+        inArray(entityDefs.baseVersion, early)))).map((r) => r.v));
+    const ids = batch.map((r) => r.def.id);
+    const range = { from: Math.min(...ids), to: Math.max(...ids) };
+    const eventSource = new Map((await collectBatches(entityAuditLog(ctx, d.dataset.acteeId, entity, { versionEvents: range })))
+      .map((a) => [Number(a.details.entityDefId), a.details.source]));
+    const people = opts.extended ? await actorMap(ctx, batch.map((r) => r.def.creatorId)) : null;
+    const out = batch.map(({ def, source }) => ({
+      ...versionJson(shown(def), true, people ? (people.get(def.creatorId ?? -1) ?? null) : undefined),
+      source: eventSource.get(def.id) ?? source?.details ?? {},
+      ...conflictFields(def, walk.next({ ...def, isCreateAsUpdate: isCreateAsUpdate(source) }),
+        { base: def.baseVersion == null ? undefined : near.get(def.baseVersion), prev: near.get(def.version - 1) },
+        { lastGood, lastVersion, baseOfLater: baseOfLater.has(def.version) }),
+    }));
+    return opts.relevantToConflict ? out.filter((v) => v.relevantToConflict) : out;
+  });
 }
 
 /** Property diffs between consecutive versions (GET E/diffs). @throws 404.1; 403.1. Reads only. */

@@ -141,70 +141,83 @@ export function versionDiffs(defs: EntityDefRow[]): Array<Array<{ old: string | 
   return out;
 }
 
+/** What a version's conflict state needs of it (Central's getWithConflictDetails; no data). */
+export type ConflictFacts = Pick<EntityDefRow, 'id' | 'version' | 'baseVersion' | 'branchId' | 'trunkVersion' | 'conflictingProperties'> & {
+  /** A create applied as an update (its source's details.action is 'create'). */
+  isCreateAsUpdate: boolean;
+};
+
 /**
  * The last version of an offline branch still contiguous with its trunk version (no version from
  * outside the branch in between), grown version by version (Central's Branch). Pure.
  */
 class Branch {
   lastContiguousWithTrunk: number;
-  constructor(first: EntityDefRow) {
+  constructor(first: ConflictFacts) {
     this.lastContiguousWithTrunk = first.trunkVersion != null
       ? (first.version === first.trunkVersion + 1 ? first.version : 0)
       // Created offline: contiguous unless another update came between the create and this one.
       : (first.version === 2 ? 2 : 1);
   }
 
-  add(def: EntityDefRow) {
+  add(def: ConflictFacts) {
     if (def.baseVersion === this.lastContiguousWithTrunk && def.version === def.baseVersion + 1) this.lastContiguousWithTrunk = def.version;
   }
 }
 
 /**
- * Version listing with conflict details (Central's getWithConflictDetails): each version gets
- * conflict, resolved, baseDiff, serverDiff, lastGoodVersion, relevantToConflict. A version is in
- * conflict when it is not based on the one before it, when its offline branch is no longer
- * contiguous with its trunk at its base, or when it is a create applied as an update (`isCreateAsUpdate`).
- * @param lastResolvedDefId the def id of the last `entity.update.resolve`. Pure.
+ * The conflict state of an Entity's versions, fed one version at a time in version order (Central's
+ * getWithConflictDetails, as a walk so a listing streams). A version is in conflict when it is not
+ * based on the one before it, when its offline branch is no longer contiguous with its trunk at its
+ * base, or when it is a create applied as an update; `hard` when it has conflicting properties.
+ * It is resolved when the last `entity.update.resolve` names it or a later version. Holds one
+ * number per offline branch seen. Pure.
  */
-export function withConflictDetails(
-  defs: Array<Record<string, unknown> & { def: EntityDefRow; isCreateAsUpdate?: boolean }>, lastResolvedDefId: number | null, relevantOnly: boolean,
-): Array<Record<string, unknown>> {
-  const result: Array<Record<string, unknown>> = [];
-  let lastGood = 0;
-  const relevantBase = new Set<number>();
-  const byVersion = new Map(defs.map((d) => [d.def.version, d.def]));
-  const branches = new Map<string, Branch>();
-  for (const { def, isCreateAsUpdate, ...json } of defs) {
+export class ConflictWalk {
+  private readonly branches = new Map<string, Branch>();
+
+  /** @param lastResolvedDefId the entity_defs id the last `entity.update.resolve` names (null: none). */
+  constructor(private readonly lastResolvedDefId: number | null) {}
+
+  /** The next version's `{ conflict, resolved }`. */
+  next(def: ConflictFacts): { conflict: 'hard' | 'soft' | null; resolved: boolean } {
     if (def.branchId != null) {
-      const b = branches.get(def.branchId);
+      const b = this.branches.get(def.branchId);
       if (b) b.add(def);
-      else branches.set(def.branchId, new Branch(def));
+      else this.branches.set(def.branchId, new Branch(def));
     }
-    const v: Record<string, unknown> = { ...json, conflict: null, resolved: false, baseDiff: [], serverDiff: [], lastGoodVersion: false };
-    if (def.version > 1 && def.baseVersion != null) {
-      const base = byVersion.get(def.baseVersion);
-      const prev = byVersion.get(def.version - 1);
-      const notContiguous = def.branchId != null && branches.get(def.branchId)!.lastContiguousWithTrunk < def.baseVersion;
-      const conflict = def.version !== def.baseVersion + 1 || notContiguous || isCreateAsUpdate === true;
-      if (base) v.baseDiff = diffProps(def.dataReceived, { ...base.data, label: base.label });
-      if (prev) v.serverDiff = diffProps(def.dataReceived, { ...prev.data, label: prev.label });
-      if (conflict) {
-        v.conflict = def.conflictingProperties && def.conflictingProperties.length > 0 ? 'hard' : 'soft';
-        v.resolved = lastResolvedDefId != null && lastResolvedDefId >= def.id;
-        if (!v.resolved && lastGood === 0) {
-          lastGood = def.version - 1;
-          const r = result[def.version - 2];
-          if (r) r.lastGoodVersion = true;
-        }
-      }
-      if (lastGood > 0) relevantBase.add(def.baseVersion);
-    }
-    result.push(v);
+    if (!(def.version > 1 && def.baseVersion != null)) return { conflict: null, resolved: false };
+    const notContiguous = def.branchId != null && this.branches.get(def.branchId)!.lastContiguousWithTrunk < def.baseVersion;
+    if (!(def.version !== def.baseVersion + 1 || notContiguous || def.isCreateAsUpdate)) return { conflict: null, resolved: false };
+    return {
+      conflict: def.conflictingProperties && def.conflictingProperties.length > 0 ? 'hard' : 'soft',
+      resolved: this.lastResolvedDefId != null && this.lastResolvedDefId >= def.id,
+    };
   }
-  for (const v of result) {
-    const version = v.version as number;
-    v.relevantToConflict = lastGood > 0 && (version >= lastGood || relevantBase.has(version));
-  }
-  if (lastGood === 0 && result.length > 0) result[result.length - 1]!.lastGoodVersion = true;
-  return relevantOnly ? result.filter((v) => v.relevantToConflict) : result;
+}
+
+/**
+ * An Entity Version's conflict fields (Central's getWithConflictDetails), given what the whole
+ * history decides: `lastGood` is the version before the first unresolved conflict (0: none), the
+ * last good version when there is none is the last version (`lastVersion`), and a version before
+ * `lastGood` is relevant to the conflict when a version from the first unresolved conflict on is
+ * based on it (`baseOfLater`). `base` / `prev`: the version's base and the version before it
+ * (label and data), for baseDiff and serverDiff. Pure.
+ * @returns `{ conflict, resolved, baseDiff, serverDiff, lastGoodVersion, relevantToConflict }`, in that order.
+ */
+export function conflictFields(
+  def: EntityDefRow, state: { conflict: 'hard' | 'soft' | null; resolved: boolean },
+  near: { base?: Pick<EntityDefRow, 'label' | 'data'>; prev?: Pick<EntityDefRow, 'label' | 'data'> },
+  history: { lastGood: number; lastVersion: number | null; baseOfLater: boolean },
+) {
+  const later = def.version > 1 && def.baseVersion != null;
+  const { base, prev } = near;
+  return {
+    conflict: state.conflict,
+    resolved: state.resolved,
+    baseDiff: later && base ? diffProps(def.dataReceived, { ...base.data, label: base.label }) : [],
+    serverDiff: later && prev ? diffProps(def.dataReceived, { ...prev.data, label: prev.label }) : [],
+    lastGoodVersion: history.lastGood > 0 ? def.version === history.lastGood : def.version === history.lastVersion,
+    relevantToConflict: history.lastGood > 0 && (def.version >= history.lastGood || history.baseOfLater),
+  };
 }

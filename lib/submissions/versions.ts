@@ -1,4 +1,4 @@
-import { and, asc, desc, eq } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
 import { formDefs, submissionDefs, type SubmissionDefRow } from '../../drizzle/schema';
 import { actorJson } from '../actors';
 import type { Ctx } from '../context';

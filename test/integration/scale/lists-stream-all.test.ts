@@ -29,17 +29,16 @@ afterEach(() => {
 
 /**
  * GETs a list three ways and checks they agree: in one query (batch size above the list: the
- * in-memory answer), in batches of 7 through the route table, and in batches of 1,000 streamed over
+ * in-memory answer), in batches of `small` (7) through the route table, and in batches of 1,000 streamed over
  * a real HTTP server (the body read chunk by chunk). @returns the list.
  */
-async function sameAsWhole(h: Harness, base: string, path: string, as: Who, headers: Record<string, string> = {}): Promise<Json[]> {
+async function sameAsWhole(h: Harness, base: string, path: string, as: Who, headers: Record<string, string> = {}, small = 7): Promise<Json[]> {
   listBatch.rows = 1_000_000;
   const wholeRes = await h.get(path, { as, headers });
   expect(wholeRes.status).toBe(200);
   const whole = await json<Json[]>(wholeRes);
-  listBatch.rows = 7;
-  const small = await json<Json[]>(await h.get(path, { as, headers }));
-  expect(small).toEqual(whole);
+  listBatch.rows = small;
+  expect(await json<Json[]>(await h.get(path, { as, headers }))).toEqual(whole);
   listBatch.rows = 1000;
   // A fresh connection each time: PGlite blocks the event loop, so a kept-alive one can pass the server's keep-alive timeout unseen.
   const res = await fetch(`${base}${path}`, { headers: { Authorization: `Bearer ${fixtureUsers[as].token}`, Connection: 'close', ...headers } });
@@ -305,6 +304,100 @@ describe('streamed lists of one submission (comments, versions, audits) and of a
     expect((await h.get(`${S}/comments`, { as: 'chelsea' })).status).toBe(403);
     expect((await h.get(`${F}/submissions/nonesuch/versions`, { as: 'bob' })).status).toBe(404);
   }, 240_000);
+});
+
+/**
+ * An Entity with versions 2..n added in SQL: ties nowhere (version order), bases one back except
+ * conflicts (every 97th three back; some far back after 1,800, reaching before the last good
+ * version), offline branches (contiguous b1, out-of-order b2, detached b3), creates applied as
+ * updates, hard conflicts; sources (API details, 'create' actions); an entity.update.version audit
+ * per version (every 13th with its own details.source); `resolveAt`: an entity.update.resolve naming that version.
+ */
+async function seedHistory(h: Harness, uuid: string, n: number, conflicts: boolean, resolveAt: number | null): Promise<void> {
+  const c = conflicts;
+  await h.db.execute(sql`
+    with e as (select id from entities where uuid = ${uuid}),
+    src as (insert into entity_def_sources (type, details) values ('api', '{"api":true}'), ('api', '{"action":"create"}') returning id, details)
+    insert into entity_defs (entity_id, source_id, current, version, base_version, label, data, data_received, conflicting_properties,
+      branch_id, trunk_version, branch_base_version, creator_id, user_agent, created_at)
+    select e.id,
+      case when ${c} and g % 250 = 0 then (select id from src where details ? 'action') when g % 5 = 0 then (select id from src where details ? 'api') end,
+      g = ${n}, g,
+      case when not ${c} then g - 1 when g % 97 = 0 then g - 3 when g > 1800 and g % 11 = 0 then g - 301
+        when g = 1502 then 1500 when g = 1504 then 1502 else g - 1 end,
+      'Label ' || (g / 3), jsonb_build_object('first_name', 'n' || (g / 2), 'age', (g % 40)::text, 'gone', 'x'),
+      jsonb_build_object('first_name', 'n' || (g / 2), 'label', 'Label ' || (g / 4), 'age', (g % 7)::text),
+      case when ${c} and g % 194 = 0 then '["age"]'::jsonb end,
+      case when not ${c} then null when g between 1000 and 1010 then 'b1' when g in (1500, 1502, 1504) then 'b2' when g between 2000 and 2003 then 'b3' end,
+      case when not ${c} then null when g between 1000 and 1010 then 999 when g in (1500, 1502, 1504) then 1499 when g between 2000 and 2003 then 1990 end,
+      case when not ${c} then null when g between 1000 and 1010 then g - 1 end,
+      case when g % 3 = 0 then ${h.ids.bob}::int when g % 3 = 1 then ${h.ids.alice}::int end, 'agent ' || (g % 10), now() + g * interval '1 ms'
+    from generate_series(2, ${n}) g, e order by g`);
+  await h.db.execute(sql`update entity_defs set current = false where version < ${n} and entity_id = (select id from entities where uuid = ${uuid})`);
+  await h.db.execute(sql`insert into audits (actor_id, action, actee_id, details, logged_at)
+    select ${h.ids.bob}::int, 'entity.update.version', ds.actee_id, jsonb_build_object('entityId', e.id, 'entityDefId', d.id, 'entity', jsonb_build_object('uuid', e.uuid, 'dataset', ds.name))
+      || case when d.version % 13 = 0 then jsonb_build_object('source', jsonb_build_object('own', d.version)) else '{}'::jsonb end,
+      now() + d.version * interval '1 ms'
+    from entities e join datasets ds on ds.id = e.dataset_id join entity_defs d on d.entity_id = e.id where e.uuid = ${uuid} and d.version > 1`);
+  if (resolveAt != null) {
+    await h.db.execute(sql`insert into audits (actor_id, action, actee_id, details, logged_at)
+      select ${h.ids.alice}::int, 'entity.update.resolve', ds.actee_id, jsonb_build_object('entityId', e.id, 'entityDefId', d.id, 'entity', jsonb_build_object('uuid', e.uuid, 'dataset', ds.name)), now() + interval '1 hour'
+      from entities e join datasets ds on ds.id = e.dataset_id join entity_defs d on d.entity_id = e.id where e.uuid = ${uuid} and d.version = ${resolveAt}`);
+  }
+}
+
+describe('streamed lists of one Entity (versions with their conflict fields, audits)', () => {
+  test('GET E/versions (2,500 with conflicts, branches and a resolve; 1,100 without), ?relevantToConflict=true, extended; GET E/audits with paging', async () => {
+    const h = await harness();
+    const P = `/v1/projects/${h.projectId}`;
+    const D = `${P}/datasets/people`;
+    expect((await h.post(`${P}/forms?publish=true`, { as: 'alice', body: fixture('forms/simpleEntity.xml'), headers: { 'Content-Type': 'application/xml' } })).status).toBe(200);
+    const u1 = '12345678-1234-4123-8123-123456789abc';
+    const u2 = '12345678-1234-4123-8123-123456789abd';
+    for (const uuid of [u1, u2]) {
+      expect((await h.post(`${D}/entities`, { as: 'alice', body: { uuid, label: 'First', data: { first_name: 'a', age: '1' } } })).status).toBe(200);
+    }
+    await seedHistory(h, u1, 2500, true, 1600);
+    await seedHistory(h, u2, 1100, false, null);
+    const base = await h.listen();
+    const E1 = `${D}/entities/${u1}`;
+    const E2 = `${D}/entities/${u2}`;
+
+    const v1 = await sameAsWhole(h, base, `${E1}/versions`, 'bob', {}, 97);
+    expect(v1).toHaveLength(2500);
+    expect(v1.map((v: Json) => v.version)).toEqual(Array.from({ length: 2500 }, (_, i) => i + 1));
+    // The first unresolved conflict after the resolved 1,600th version is 1,649 (97 × 17): 1,648 is the last good one.
+    expect(v1.filter((v: Json) => v.lastGoodVersion).map((v: Json) => v.version)).toEqual([1648]);
+    expect(v1.find((v: Json) => v.version === 1649)).toMatchObject({ conflict: 'soft', resolved: false, relevantToConflict: true });
+    expect(v1.find((v: Json) => v.version === 194)).toMatchObject({ conflict: 'hard', resolved: true });
+    // b2 is out of order (1,502 is based on 1,500, not 1,501); b1 continues its trunk.
+    expect(v1.find((v: Json) => v.version === 1502).conflict).toBe('soft');
+    expect(v1.filter((v: Json) => v.version > 1000 && v.version <= 1010).map((v: Json) => v.conflict)).toEqual(Array(10).fill(null));
+    // 1,804 (11 × 164) is based on 1,503, before the last good version: relevant.
+    expect(v1.find((v: Json) => v.version === 1503).relevantToConflict).toBe(true);
+    expect(v1.find((v: Json) => v.version === 1504).relevantToConflict).toBe(false);
+    expect(v1[2499].data).toEqual({ first_name: 'n1250', age: '20' });
+    expect(v1[12].source).toEqual({ own: 13 });
+    expect(v1[4].source).toEqual({ api: true });
+    const relevant = await sameAsWhole(h, base, `${E1}/versions?relevantToConflict=true`, 'bob', {}, 97);
+    expect(relevant).toEqual(v1.filter((v: Json) => v.relevantToConflict));
+    expect(relevant.length).toBeGreaterThan(853);
+    const ext = await sameAsWhole(h, base, `${E1}/versions`, 'bob', { 'X-Extended-Metadata': 'true' }, 97);
+    expect(ext.map(({ creator, ...v }: Json) => v)).toEqual(v1);
+    expect(ext[1500].creator).toMatchObject({ id: h.ids.alice });
+
+    const v2 = await sameAsWhole(h, base, `${E2}/versions`, 'bob', {}, 97);
+    expect(v2.filter((v: Json) => v.lastGoodVersion).map((v: Json) => v.version)).toEqual([1100]);
+    expect(v2.every((v: Json) => v.conflict === null && v.relevantToConflict === false)).toBe(true);
+    expect(await json(await h.get(`${E2}/versions?relevantToConflict=true`, { as: 'bob' }))).toEqual([]);
+
+    const audits = await sameAsWhole(h, base, `${E1}/audits`, 'bob', {}, 97);
+    expect(audits).toHaveLength(2501);
+    expect(audits[0].action).toBe('entity.update.resolve');
+    expect(audits[2500].action).toBe('entity.create');
+    expect(await sameAsWhole(h, base, `${E1}/audits?offset=5&limit=1500`, 'bob', {}, 97)).toEqual(audits.slice(5, 1505));
+    expect((await h.get(`${E1}/versions`, { as: 'chelsea' })).status).toBe(403);
+  }, 300_000);
 });
 
 describe('a failure while streaming', () => {
