@@ -444,13 +444,20 @@ async function storeGroup(batch: Pending[]): Promise<boolean[]> {
       )
       select i, id, def_id from sx order by i`);
     const out = batch.map(() => false);
+    const attaching: Array<Promise<void>> = [];
     for (const r of stored) {
       const p = batch[Number(r.i)]!;
       out[Number(r.i)] = true;
       if (p.files.length > 0 && p.parsed.attachments.length > 0) {
-        await attachFiles(tx, p.form, { id: Number(r.id), instanceId: p.instanceId }, { id: Number(r.def_id) }, p.parsed.attachments, p.files, 'new', p.client.notes ?? null);
+        // Each request's own actor on its attachment audits, in the batch's transaction. The
+        // submissions' media go together: their statements pipeline on the connection.
+        const own: Ctx = { ...p.ctx, db: tx.db, tx: tx.tx };
+        attaching.push(attachFiles(own, p.form, { id: Number(r.id), instanceId: p.instanceId }, { id: Number(r.def_id) }, p.parsed.attachments, p.files, 'new', p.client.notes ?? null));
       }
     }
+    // All settled before a failure is thrown, so every written blob's rollback hook is registered.
+    const failed = (await Promise.allSettled(attaching)).find((x) => x.status === 'rejected');
+    if (failed) throw failed.reason;
     return out;
   };
   return media ? withTx(batch[0]!.ctx, store) : store(batch[0]!.ctx);

@@ -36,6 +36,7 @@ let P: string;
 let projectId: number;
 let formId: number;
 let collectUrl: string;
+let collectUrl2: string;
 
 beforeAll(async () => {
   own = await ownDatabase('fb_group');
@@ -63,6 +64,10 @@ beforeAll(async () => {
   const au = await call<{ id: number; token: string }>('POST', `${P}/app-users`, JSON.stringify({ displayName: 'Tablet, "one"' }));
   await call('POST', `${P}/forms/${PHOTOS_FORM_ID}/assignments/app-user/${au.id}`, '');
   collectUrl = `${base}/v1/key/${au.token}/projects/${projectId}/submission`;
+  // A second tablet: a batch then holds two actors' submissions.
+  const au2 = await call<{ id: number; token: string }>('POST', `${P}/app-users`, JSON.stringify({ displayName: 'Tablet two' }));
+  await call('POST', `${P}/forms/${PHOTOS_FORM_ID}/assignments/app-user/${au2.id}`, '');
+  collectUrl2 = `${base}/v1/key/${au2.token}/projects/${projectId}/submission`;
   const [form] = await database.db.select({ id: forms.id }).from(forms).where(eq(forms.xmlFormId, PHOTOS_FORM_ID));
   formId = form!.id;
 }, 60_000);
@@ -72,9 +77,9 @@ afterAll(async () => {
   await own?.close();
 });
 
-async function collectPost(xml: string, files: MediaPart[] = [], deviceId = 'collect:group'): Promise<{ status: number; body: string }> {
+async function collectPost(xml: string, files: MediaPart[] = [], deviceId = 'collect:group', url = collectUrl): Promise<{ status: number; body: string }> {
   const { body, type } = multipart(xml, files);
-  const res = await fetch(`${collectUrl}?deviceID=${encodeURIComponent(deviceId)}`, { method: 'POST', headers: { ...COLLECT, 'Content-Type': type }, body });
+  const res = await fetch(`${url}?deviceID=${encodeURIComponent(deviceId)}`, { method: 'POST', headers: { ...COLLECT, 'Content-Type': type }, body });
   return { status: res.status, body: await res.text() };
 }
 
@@ -90,7 +95,7 @@ describe('group commit of concurrent OpenRosa submissions', () => {
     for (let i = 0; i < 30; i += 1) {
       const withMedia = i % 3 === 0;
       const xml = photosSubmission({ instanceId: `uuid:burst-${i}`, site: `Site ${i}, "north"`, front: withMedia ? `f${i}.jpg` : undefined });
-      jobs.push({ kind: `new ${i}`, send: () => collectPost(xml, withMedia ? [photo(`f${i}.jpg`, i)] : [], `dev-${i % 4}`) });
+      jobs.push({ kind: `new ${i}`, send: () => collectPost(xml, withMedia ? [photo(`f${i}.jpg`, i)] : [], `dev-${i % 4}`, i % 2 === 0 ? collectUrl : collectUrl2) });
     }
     // One submission sent five times within the burst (a Collect retry storm), with its photo each time.
     const retried = photosSubmission({ instanceId: 'uuid:retried', site: 'retried', front: 'r.jpg' });
@@ -140,6 +145,17 @@ describe('group commit of concurrent OpenRosa submissions', () => {
     for (const a of creates.filter((x) => ids.includes((x.details as { instanceId: string }).instanceId))) {
       const s = subs.find((x) => x.instanceId === (a.details as { instanceId: string }).instanceId)!;
       expect(a.details).toEqual({ submissionId: s.id, instanceId: s.instanceId, submissionDefId: s.currentDefId });
+      expect(a.actorId).toBe(s.submitterId);
+    }
+    // Each photo's event is its own submitter's (two App Users' submissions share batches).
+    const photoEvents = (await database.db.select().from(audits).where(eq(audits.action, 'submission.attachment.update')))
+      .filter((a) => /^uuid:burst-/.test((a.details as { instanceId: string }).instanceId));
+    expect(photoEvents).toHaveLength(named.length);
+    expect(new Set(subs.filter((s) => /^uuid:burst-/.test(s.instanceId)).map((s) => s.submitterId)).size).toBe(2);
+    for (const a of photoEvents) {
+      const s = subs.find((x) => x.instanceId === (a.details as { instanceId: string }).instanceId)!;
+      expect(a.actorId).toBe(s.submitterId);
+      expect(a.details).toMatchObject({ submissionId: s.id, submissionDefId: s.currentDefId, name: `${/\d+/.exec(s.instanceId)![0]}.jpg`.replace(/^/, 'f') });
     }
   }, 60_000);
 });
