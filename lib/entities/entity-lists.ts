@@ -81,9 +81,11 @@ const CSV_PAGE = 10_000;
 
 /**
  * A CSV cell in SQL, quoted as csvLine quotes (quotes doubled when it holds a comma, a quote, CR or
- * LF; everything else as it is). Pure.
+ * LF; everything else as it is): four substring searches, several times cheaper per cell than the
+ * regular expression `[",\r\n]` (as lib/exports/copy.ts). Pure.
  */
-const csvCell = (v: SQL) => sql`(case when ${v} ~ E'[",\\r\\n]' then '"' || replace(${v}, '"', '""') || '"' else ${v} end)`;
+const csvCell = (v: SQL) => sql`(case when strpos(${v}, ',') = 0 and strpos(${v}, '"') = 0 and strpos(${v}, E'\n') = 0 and strpos(${v}, E'\r') = 0
+  then ${v} else '"' || replace(${v}, '"', '""') || '"' end)`;
 
 /** A timestamp as JavaScript's toISOString writes it (UTC, milliseconds truncated as a Date holds them). Pure. */
 const isoSql = (v: SQL) => sql`to_char(${v} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
