@@ -1,5 +1,17 @@
+import { sql } from 'drizzle-orm';
 import { audits } from '../../drizzle/schema';
 import type { Ctx } from '../context';
+import type { Db } from '../db/client';
+import { prepared } from '../db/prepared';
+
+/** The audit insert, prepared: every write of every domain makes one. Details go as JSON text. */
+const insertAudit = (db: Db) => prepared(db, 'audit_insert', (d) => d.insert(audits).values({
+  actorId: sql`${sql.placeholder('actorId')}::int`,
+  action: sql`${sql.placeholder('action')}::text`,
+  acteeId: sql`${sql.placeholder('acteeId')}::text`,
+  details: sql`${sql.placeholder('details')}::text::jsonb`,
+  notes: sql`${sql.placeholder('notes')}::text`,
+}).returning({ id: audits.id }).prepare('audit_insert'));
 
 /**
  * Writes one audit row (Central's Server Audit Log) with the request's actor, in the caller's
@@ -19,12 +31,12 @@ export async function audit(
   details: unknown,
   notes?: string | null,
 ): Promise<number> {
-  const [row] = await tx.db.insert(audits).values({
+  const [row] = await insertAudit(tx.db).execute({
     actorId: ctx.system ? null : (ctx.auth.actor?.id ?? null),
     action,
     acteeId,
-    details: details ?? null,
+    details: details == null ? null : JSON.stringify(details),
     notes: notes ?? null,
-  }).returning({ id: audits.id });
+  });
   return row!.id;
 }
