@@ -24,7 +24,7 @@ export const entitiesRoutes = groupApp()
     jsonArrayResponse(await entities.listVersions(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'), {
       extended: isExtended(c), relevantToConflict: c.req.query('relevantToConflict') === 'true',
     })))
-  .get(`${E}/diffs`, async (c) => c.json(await entities.listDiffs(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'))))
+  .get(`${E}/diffs`, async (c) => jsonArrayResponse(await entities.listDiffs(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'))))
   .get(`${E}/audits`, async (c) =>
     jsonArrayResponse(await listEntityAudits(c.var.ctx, projectId(c), stringParam(c, 'name'), stringParam(c, 'uuid'), paging(c))))
   .post(`${E}/restore`, async (c) => {

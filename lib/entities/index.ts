@@ -15,7 +15,7 @@ import { datasetActee, getDatasetOrNotFound, publishedProperties, type LoadedDat
 import { problems } from '../problem';
 import {
   entityJson, entityUniquenessViolationWithDeleted, entityVersionConflict, noConflictEntity, normalizeUuid, readEntityBody, unexpectedAttributes,
-  versionDiffs, versionJson, ConflictWalk, conflictFields, type EntityInput,
+  versionDiff, versionJson, type VersionDiff, ConflictWalk, conflictFields, type EntityInput,
 } from './model';
 import { entityListHashes } from '../datasets/entity-lists';
 import { entitiesCsvStream } from './entity-lists';
@@ -448,12 +448,26 @@ export async function listVersions(ctx: Ctx, projectId: number, name: string, uu
   });
 }
 
-/** Property diffs between consecutive versions (GET E/diffs). @throws 404.1; 403.1. Reads only. */
+/**
+ * Property diffs between consecutive versions (GET E/diffs), streamed: versions read by keyset in
+ * batches, each diffed against the one before it (carried across batches).
+ * @returns batches of `[[{ old, new, propertyName }]]` for lib/http/json-stream (one per version
+ *   after the first). @throws 404.1; 403.1 (before the first byte). Reads only.
+ */
 export async function listDiffs(ctx: Ctx, projectId: number, name: string, uuid: string) {
   const d = await loadDataset(ctx, projectId, name, 'entity.read');
   const { entity } = await getEntityOrNotFound(ctx, d.dataset.id, uuid);
-  const defs = await ctx.db.select().from(entityDefs).where(eq(entityDefs.entityId, entity.id)).orderBy(asc(entityDefs.version));
-  return versionDiffs(defs);
+  let prev: Pick<EntityDefRow, 'label' | 'data'> | null = null;
+  const versions = keysetRead(versionOrder, (after, limit) => ctx.db.select({ label: entityDefs.label, data: entityDefs.data, ...versionOrder.fields })
+    .from(entityDefs).where(and(eq(entityDefs.entityId, entity.id), after)).orderBy(...versionOrder.orderBy).limit(limit));
+  return mapBatches(versions, (batch) => {
+    const out: VersionDiff[] = [];
+    for (const v of batch) {
+      if (prev) out.push(versionDiff(prev, v));
+      prev = v;
+    }
+    return out;
+  });
 }
 
 /**

@@ -128,17 +128,17 @@ export function entityJson(
 export const diffProps = (received: Record<string, string>, other: Record<string, string>): string[] =>
   Object.keys(received).filter((k) => !(k in other) || received[k] !== other[k]);
 
-/** Property diffs between consecutive versions, label included: `[[{ old, new, propertyName }]]`. Pure. */
-export function versionDiffs(defs: EntityDefRow[]): Array<Array<{ old: string | undefined; new: string | undefined; propertyName: string }>> {
-  // Label first, then the properties (Central diffs `{ label, ...data }`).
-  const withLabel: Array<Record<string, string>> = defs.map((d) => ({ label: d.label, ...d.data }));
-  const out = [];
-  for (let i = 1; i < withLabel.length; i += 1) {
-    const cur = withLabel[i]!;
-    const prev = withLabel[i - 1]!;
-    out.push(Object.keys(cur).filter((k) => cur[k] !== prev[k]).map((k) => ({ old: prev[k], new: cur[k], propertyName: k })));
-  }
-  return out;
+/** One version's property changes against the version before it: `[{ old, new, propertyName }]`. */
+export type VersionDiff = Array<{ old: string | undefined; new: string | undefined; propertyName: string }>;
+
+/**
+ * The property diff of a version against its predecessor, label included (Central diffs
+ * `{ label, ...data }`: label first, then the properties). Pure.
+ */
+export function versionDiff(prev: Pick<EntityDefRow, 'label' | 'data'>, cur: Pick<EntityDefRow, 'label' | 'data'>): VersionDiff {
+  const before: Record<string, string> = { label: prev.label, ...prev.data };
+  const after: Record<string, string> = { label: cur.label, ...cur.data };
+  return Object.keys(after).filter((k) => after[k] !== before[k]).map((k) => ({ old: before[k], new: after[k], propertyName: k }));
 }
 
 /** What a version's conflict state needs of it (Central's getWithConflictDetails; no data). */
