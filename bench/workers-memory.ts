@@ -176,7 +176,9 @@ async function main() {
   }
 }
 
-main().catch((err: unknown) => {
+// Exit once done: a teardown handle (Miniflare's or s3rver's keep-alive sockets) sometimes kept the
+// process alive after the figures were printed.
+main().then(() => process.exit(), (err: unknown) => {
   console.error(err);
   process.exit(1);
 });
