@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, test } from 'vitest';
 import { streamChunkReader } from '../../lib/http/body';
 import { parseMultipart, type ChunkReader, type PartHead } from '../../lib/http/multipart';
+import { byteStreamOf } from '../helpers/byte-streams';
 
 const boundary = 'XyZ-boundary-42';
 const enc = new TextEncoder();
@@ -33,29 +34,6 @@ function streamOf(bytes: Uint8Array, sizes: () => number): ReadableStream<Uint8A
       // A fresh buffer per chunk, as a network stream hands them over.
       c.enqueue(new Uint8Array(bytes.subarray(off, off + n)));
       off += n;
-    },
-  });
-}
-
-/**
- * A byte stream (`type: 'bytes'`) of `bytes` in chunks of `sizes()`: read through streamChunkReader
- * it is a BYOB read into one reused buffer, which each read detaches and refills.
- */
-function byteStreamOf(bytes: Uint8Array, sizes: () => number): ReadableStream<Uint8Array> {
-  let off = 0;
-  return new ReadableStream({
-    type: 'bytes',
-    pull(c) {
-      if (off >= bytes.byteLength) {
-        c.close();
-        c.byobRequest?.respond(0);
-        return;
-      }
-      const view = c.byobRequest!.view!;
-      const n = Math.min(Math.max(1, sizes()), view.byteLength, bytes.byteLength - off);
-      new Uint8Array(view.buffer, view.byteOffset, n).set(bytes.subarray(off, off + n));
-      off += n;
-      c.byobRequest!.respond(n);
     },
   });
 }

@@ -20,6 +20,7 @@ import { streamChunkReader } from '../../lib/http/body';
 import { parseMultipart, type ChunkReader } from '../../lib/http/multipart';
 import { createFsBlobStore } from '../../lib/runtime/fs-blobs';
 import { nativeHashStream } from '../../lib/runtime/native-hash';
+import { byteStreamOf } from '../helpers/byte-streams';
 import { startS3, type RunningS3 } from '../helpers/s3rver';
 
 const boundary = 'reuse-boundary-7';
@@ -60,27 +61,6 @@ function scribblingReader(bytes: Uint8Array): ChunkReader {
     },
     cancel: () => Promise.resolve(),
   };
-}
-
-/** A byte stream: streamChunkReader reads it BYOB, each read detaching and refilling one buffer. */
-function byteStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
-  const next = sizes();
-  let off = 0;
-  return new ReadableStream({
-    type: 'bytes',
-    pull(c) {
-      if (off >= bytes.byteLength) {
-        c.close();
-        c.byobRequest?.respond(0);
-        return;
-      }
-      const view = c.byobRequest!.view!;
-      const n = Math.min(next(), view.byteLength, bytes.byteLength - off);
-      new Uint8Array(view.buffer, view.byteOffset, n).set(bytes.subarray(off, off + n));
-      off += n;
-      c.byobRequest!.respond(n);
-    },
-  });
 }
 
 /** Parses the body and stages each media part into `store`, as readOpenRosaMultipart does. */
@@ -125,7 +105,7 @@ describe('media parts read through one reused buffer are stored byte-exact', () 
   for (const [storeName, makeStore] of Object.entries(stores)) {
     for (const [readerName, makeReader] of Object.entries({
       'a reader that scribbles over its buffer before each refill': () => scribblingReader(whole),
-      'a BYOB byte stream': () => streamChunkReader(byteStream(whole)),
+      'a BYOB byte stream': () => streamChunkReader(byteStreamOf(whole, sizes())),
     })) {
       test(`${storeName}: ${readerName}`, async () => {
         const store = makeStore();
