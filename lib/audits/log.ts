@@ -31,8 +31,25 @@ export async function audit(
   details: unknown,
   notes?: string | null,
 ): Promise<number> {
+  return auditAs(tx, ctx.system ? null : (ctx.auth.actor?.id ?? null), action, acteeId, details, notes);
+}
+
+/**
+ * Writes one audit row as `audit` does, for an actor other than the request's (entity work done
+ * on behalf of a submission's actor, the backlog's forced runs).
+ * @param actorId the acting Actor's id, or null for the system.
+ * @returns the new audit's id. Effects: inserts into `audits` in `tx`'s transaction.
+ */
+export async function auditAs(
+  tx: Ctx,
+  actorId: number | null,
+  action: string,
+  acteeId: string | null,
+  details: unknown,
+  notes?: string | null,
+): Promise<number> {
   const [row] = await insertAudit(tx.db).execute({
-    actorId: ctx.system ? null : (ctx.auth.actor?.id ?? null),
+    actorId,
     action,
     acteeId,
     details: details == null ? null : JSON.stringify(details),

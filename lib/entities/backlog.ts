@@ -10,7 +10,8 @@
  * Spec: central-api.yaml (Offline Entities); Central lib/model/query/entities.js processBacklog.
  */
 import { and, asc, eq, lt, sql } from 'drizzle-orm';
-import { audits, entitySubmissionBacklog, forms, submissions } from '../../drizzle/schema';
+import { entitySubmissionBacklog, forms, submissions } from '../../drizzle/schema';
+import { auditAs } from '../audits/log';
 import { withTx, type Ctx } from '../context';
 import { processSubmissionEvent } from './from-submissions';
 
@@ -42,10 +43,8 @@ export async function processEntityBacklog(ctx: Ctx, opts: { force?: boolean; ti
       const [sub] = await tx.db.select({ submitterId: submissions.submitterId, acteeId: forms.acteeId }).from(submissions)
         .innerJoin(forms, eq(forms.id, submissions.formId)).where(eq(submissions.id, row.submissionId));
       const actorId = sub?.submitterId ?? null;
-      await tx.db.insert(audits).values({
-        actorId, action: 'submission.backlog.force', acteeId: sub?.acteeId ?? null,
-        details: { submissionId: row.submissionId, submissionDefId: row.submissionDefId },
-      });
+      await auditAs(tx, actorId, 'submission.backlog.force', sub?.acteeId ?? null,
+        { submissionId: row.submissionId, submissionDefId: row.submissionDefId });
       await processSubmissionEvent(tx, {
         action: 'submission.create', submissionId: row.submissionId, submissionDefId: row.submissionDefId, actorId, force: true,
       });

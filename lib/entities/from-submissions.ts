@@ -12,6 +12,7 @@ import {
   audits, datasetFormDefs, datasets, entities, entityDefs, entityDefSources, entitySubmissionBacklog, formDefs, forms, submissionDefs,
   submissions, type DatasetRow, type EntityDefRow, type EntityRow,
 } from '../../drizzle/schema';
+import { auditAs } from '../audits/log';
 import type { Ctx } from '../context';
 import type { Db } from '../db/client';
 import { prepared } from '../db/prepared';
@@ -72,11 +73,6 @@ type Current = { entity: EntityRow; def: EntityDefRow };
 
 const truthy = (v: string | null) => v === '1' || v === 'true';
 
-async function writeAudit(tx: Ctx, actorId: number | null, action: string, acteeId: string | null, details: unknown): Promise<number> {
-  const [row] = await tx.db.insert(audits).values({ actorId, action, acteeId, details: details as object }).returning({ id: audits.id });
-  return row!.id;
-}
-
 /**
  * The audit event that triggered a submission's entity work: `ev.auditId`, else the submission's
  * latest `ev.action` audit (its submission.create, the approving submission.update, …; the
@@ -110,7 +106,7 @@ export async function processSubmissionEvent(tx: Ctx, ev: SubmissionEvent): Prom
   } catch (err) {
     await tx.db.execute(sql`rollback to savepoint entity_work`);
     if (!(err instanceof Problem)) throw err;
-    await writeAudit(tx, ev.actorId, 'entity.error', null, {
+    await auditAs(tx, ev.actorId, 'entity.error', null, {
       submissionId: ev.submissionId, submissionDefId: ev.submissionDefId, errorMessage: err.message,
       problem: { problemCode: err.code, problemDetails: err.details ?? null },
     });
@@ -300,7 +296,7 @@ async function requeueNextHeld(tx: Ctx, ev: SubmissionEvent, sub: SubCtx, applie
       .returning();
   }
   if (!next) return;
-  const auditId = await writeAudit(tx, ev.actorId, 'submission.backlog.reprocess', sub.formActeeId, {
+  const auditId = await auditAs(tx, ev.actorId, 'submission.backlog.reprocess', sub.formActeeId, {
     submissionId: next.submissionId, submissionDefId: next.submissionDefId,
   });
   await enqueueJob(tx, 'submission.entities', {
@@ -467,7 +463,7 @@ async function holdSubmission(tx: Ctx, ev: SubmissionEvent, sub: SubCtx, uuid: s
     loggedAt: sql`clock_timestamp()`,
   }).onConflictDoNothing().returning({ id: entitySubmissionBacklog.id });
   if (!row) throw problems.user.uniquenessViolation({ fields: ['branchId', 'baseVersion'], values: [branchId, String(baseVersion)] });
-  await writeAudit(tx, ev.actorId, 'submission.backlog.hold', sub.formActeeId, { submissionId: sub.sub.id, submissionDefId: sub.def.id });
+  await auditAs(tx, ev.actorId, 'submission.backlog.hold', sub.formActeeId, { submissionId: sub.sub.id, submissionDefId: sub.def.id });
 }
 
 async function updateFromSubmission(
@@ -537,7 +533,7 @@ async function updateFromSubmission(
     creatorId: sub.def.submitterId, userAgent: sub.def.userAgent, branchId: branch.branchId, trunkVersion: branch.trunkVersion,
     branchBaseVersion: branch.branchId != null && !createAsUpdate ? baseVersion : null,
   });
-  await writeAudit(tx, ev.actorId, 'entity.update.version', dataset.acteeId, {
+  await auditAs(tx, ev.actorId, 'entity.update.version', dataset.acteeId, {
     entityId: result.entity.id, entityDefId: result.def.id, entity: { uuid, dataset: dataset.name },
     submissionId: sub.sub.id, submissionDefId: sub.def.id,
   });
