@@ -32,7 +32,8 @@
  * cases again, marked [indexed] (BENCH_FIELD_INDEX=0 skips this pass). BENCH_REUSE=1 keeps the
  * seeded project for the next run at the same BENCH_N / BENCH_REPEAT_N (seeding resumes where it
  * stopped); BENCH_SEED_ONLY=1 stops after seeding; BENCH_PROGRESS=1 prints seeding progress.
- * Prints p50/p95/max and the ratio p95 ÷ 250 ms per case (target: p95 < 250 ms for the first five,
+ * Prints p50/p95/max, CPU per request (the server's main thread and PostgreSQL's backends, from
+ * /proc: bench/profile.ts cpuMeter) and the ratio p95 ÷ 250 ms per case (target: p95 < 250 ms for the first five,
  * on PostgreSQL). BENCH_EXPLAIN=1 also logs the SQL each case runs (one request, through drizzle's
  * logger) and prints EXPLAIN (ANALYZE, BUFFERS) of every statement that is not a lookup by key
  * (PostgreSQL 15's EXPLAIN does not detoast or send the selected jsonb, so it shows the plan, not the
@@ -69,6 +70,7 @@ import { openDatabase } from '../lib/runtime/node';
 import type { FormField } from '../lib/xforms/types';
 import { SOAK_FORM_ID, defaultFills, seedSubmissions, seedSubmissionsFast, soakFixtures, templateGenerator, type SeedTarget } from './seed-soak';
 import { benchAdmin } from './admin';
+import { cpuMeter } from './profile';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
 const ITER = Number(process.env.BENCH_ITER ?? 30);
@@ -347,7 +349,12 @@ function hottest(nodes: ProfileNode[], top = 10): string {
   return [...self].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, h]) => `      ${(100 * h / total).toFixed(1).padStart(5)}%  ${k}`).join('\n');
 }
 
-interface Result { c: Case; samples: number[]; bytes: number; note: string; failures: string[] }
+interface Result { c: Case; samples: number[]; bytes: number; note: string; failures: string[]; cpu: { mainMs: number; pgMs: number } }
+// CPU per request (bench/profile.ts cpuMeter): the server's main thread (the client is a worker
+// thread) and the database's backends (parallel workers that ended before the reading are missed).
+const backendPids = async () => database.kind === 'postgres'
+  ? (await rowsOf<{ pid: number }>(sql`select pid from pg_stat_activity where datname = current_database()`)).map((r) => Number(r.pid))
+  : [];
 const results: Result[] = [];
 const plans: Array<{ label: string; text: string }> = [];
 const profiles: Array<{ label: string; text: string }> = [];
@@ -368,14 +375,17 @@ async function runCase(c: Case): Promise<void> {
   const samples: number[] = [];
   let bytes = 0;
   if (inspector) await inspect('Profiler.start');
+  const cpuSince = await cpuMeter(backendPids);
   for (let i = 0; i < ITER; i += 1) {
     const r = await get(c.url);
     if (r.status !== 200) failures.push(`status ${r.status}`);
     samples.push(r.ms);
     bytes = r.bytes;
   }
+  const used = await cpuSince();
+  const cpu = { mainMs: used.mainMs / ITER, pgMs: used.pgMs / ITER };
   if (inspector) profiles.push({ label: c.label, text: hottest((await inspect<{ profile: { nodes: ProfileNode[] } }>('Profiler.stop')).profile.nodes) });
-  results.push({ c, samples: samples.sort((a, b) => a - b), bytes, note, failures });
+  results.push({ c, samples: samples.sort((a, b) => a - b), bytes, note, failures, cpu });
   if (EXPLAIN) {
     captured = [];
     await get(c.url);
@@ -416,11 +426,11 @@ if (inspector) {
 // Report
 
 const pct = (s: number[], p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] ?? NaN;
-const head = ['case', 'form', 'KiB', 'p50 ms', 'p95 ms', 'max ms', 'p95 ÷ 250 ms', ''];
-const table = results.map(({ c, samples, bytes }) => {
+const head = ['case', 'form', 'KiB', 'p50 ms', 'p95 ms', 'max ms', 'server CPU ms', 'PG CPU ms', 'p95 ÷ 250 ms', ''];
+const table = results.map(({ c, samples, bytes, cpu }) => {
   const p95 = pct(samples, 0.95);
   return [c.label, c.url.includes(`/${REPEAT_FORM_ID}.svc`) ? REPEAT_FORM_ID : SOAK_FORM_ID, (bytes / 1024).toFixed(0), pct(samples, 0.5).toFixed(1),
-    p95.toFixed(1), samples[samples.length - 1]!.toFixed(1), (p95 / TARGET_MS).toFixed(3),
+    p95.toFixed(1), samples[samples.length - 1]!.toFixed(1), cpu.mainMs.toFixed(1), cpu.pgMs.toFixed(1), (p95 / TARGET_MS).toFixed(3),
     c.required ? (p95 < TARGET_MS ? 'within target' : 'OVER target') : '(information)'];
 });
 const widths = head.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));

@@ -14,6 +14,7 @@ import { and, asc, desc, eq, inArray, isNull, sql, type SQL } from 'drizzle-orm'
 import { actors, formDefs, submissionAttachments, submissionDefs, submissions } from '../../drizzle/schema';
 import { sha256Hex } from '../blobs/hash';
 import type { Ctx } from '../context';
+import type { SubmissionValue } from '../xforms/types';
 import { systemFilterField } from '../exports';
 import { compileODataFilter, filterMembers, parseODataFilter, type FilterField, type FilterType, type ODataToken } from '../exports/filter';
 import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
@@ -24,7 +25,8 @@ import { fieldExpression, isReady, noteFieldFilter, NUMERIC, readyFieldIndexes, 
 import { metadataXml, serviceDocument } from './metadata';
 import { buildModel, type ODataModel, type ODataNode, type ODataTable } from './model';
 import { encodeSkiptoken, nextLink, readFeedQuery, type FeedQuery } from './query';
-import { RowBuilder, repeatChainFn, repeatRowId, type Json, type SubmissionMeta } from './rows';
+import { liveSubmissionCount } from './counts';
+import { RootJsonWriter, RowBuilder, repeatChainFn, repeatRowId, type Json, type SubmissionMeta } from './rows';
 import { ROOT_TEXT_SEPARATOR, rootLeafPaths } from '../xforms/parse-submission';
 
 export { readFeedQuery } from './query';
@@ -192,16 +194,17 @@ function expandSet(model: ODataModel, expand: FeedQuery['expand']): '*' | Set<st
 const encoder = new TextEncoder();
 
 /**
- * The feed envelope (fact 19): value, @odata.context, @odata.nextLink, @odata.count. The first row
+ * The feed envelope (fact 19): value, @odata.context, @odata.nextLink, @odata.count; `rows` are
+ * objects or their JSON text. The first row
  * is read before the stream is returned, so that a failing first read (a date PostgreSQL refuses in
  * `$filter`) is an error response rather than a 200 that breaks off.
  */
 export async function envelope(
   context: string,
-  rows: AsyncGenerator<{ [k: string]: Json }>,
+  rows: AsyncGenerator<{ [k: string]: Json } | string>,
   trailer: () => { nextLink: string | null; count: number | null },
 ): Promise<ReadableStream<Uint8Array>> {
-  let firstRead: IteratorResult<{ [k: string]: Json }> | null = await rows.next();
+  let firstRead: IteratorResult<{ [k: string]: Json } | string> | null = await rows.next();
   let started = false;
   let first = true;
   let done = false;
@@ -223,7 +226,8 @@ export async function envelope(
           done = true;
           break;
         }
-        text += (first ? '' : ',') + JSON.stringify(next.value);
+        // A row is an object, or already its JSON text (RootJsonWriter).
+        text += (first ? '' : ',') + (typeof next.value === 'string' ? next.value : JSON.stringify(next.value));
         first = false;
       }
       controller.enqueue(encoder.encode(text));
@@ -376,13 +380,13 @@ export async function odataFeed(ctx: Ctx, input: FeedInput): Promise<FeedRespons
   const context = `${input.serviceUrl}/$metadata#${resource.table.name}`;
   const base: SQL[] = [eq(submissions.formId, feed.formId), eq(submissions.draft, feed.draft)];
   return resource.table.repeat == null
-    ? rootFeed(ctx, feed, q, resource, builder, shape, context, base, input)
+    ? rootFeed(ctx, feed, q, resource, builder, shape, select != null, context, base, input)
     : repeatFeed(ctx, feed, q, resource, builder, shape, context, base, input);
 }
 
 async function rootFeed(
   ctx: Ctx, feed: Feed, q: FeedQuery, resource: Resource, builder: RowBuilder, shape: (r: { [k: string]: Json }) => { [k: string]: Json },
-  context: string, base: SQL[], input: FeedInput,
+  selected: boolean, context: string, base: SQL[], input: FeedInput,
 ): Promise<FeedResponse> {
   const filter = !resource.single && q.filter ? parseODataFilter(q.filter) : null;
   // Fields compared in the filter: read through their index when one is ready, and noted so that
@@ -425,9 +429,12 @@ async function rootFeed(
   const countWhere = and(...where.slice(0, q.skiptoken ? -1 : undefined));
   // Filters on system fields only: count the submissions table alone (an index-only scan).
   const systemOnly = !filter || filterMembers(filter).every((m) => m === '__id' || m.startsWith('__system/'));
+  // No filter: the count kept at write time (lib/odata/counts.ts), not a count of the form's rows.
   const count = !q.count
     ? null
-    : systemOnly
+    : !filter
+      ? await liveSubmissionCount(ctx, feed.formId, feed.draft)
+      : systemOnly
       ? Number((await ctx.db.select({ n: sql<number>`count(*)` }).from(submissions).where(countWhere))[0]!.n)
       : Number((await ctx.db.select({ n: sql<number>`count(*)` }).from(submissions).innerJoin(submissionDefs, eq(submissionDefs.id, submissions.currentDefId)).where(countWhere))[0]!.n);
   // `$top=0`: no rows to read, and the ETag is the body's (Central's countOnlyToOData).
@@ -435,11 +442,38 @@ async function rootFeed(
     const page = countOnly(context, count);
     return respond(input, page.etag, page.body);
   }
-  // One more row than the page: whether a next page exists is part of what the page shows.
-  const etag = await selectionEtag(ctx, feed, whereSql, orderBy, q.top == null ? null : q.top + 1, q.skip, `count:${count}`);
-  const rootsOfPage = rootTextReader(ctx, feed);
-  if (etagMatches(input.ifNoneMatch, etag)) return { etag, body: null };
+  // Rows of a form without repeats, whole (no `$select`), are written as JSON text directly.
+  const writer = rootOnly && !selected ? new RootJsonWriter(feed.model, { wkt: q.wkt }) : null;
+  const rootsOfPage = rootOnly ? rootTextReader(ctx, feed, writer?.leafPaths) : null;
   const wanted = q.top ?? Infinity;
+  /** One batch of the page: `limit` rows from `after` (keyset) or `offset`, with their leaf texts. */
+  type Batch = { page: SubmissionDataRow[]; texts: Array<LeafTexts | null> | null };
+  const batch = async (after: { createdAt: string; id: number } | null, offset: number, limit: number): Promise<Batch> => {
+    const page = await selectSubmissionRows(ctx, {
+      where: after ? and(whereSql, sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`)! : whereSql,
+      orderBy, limit, offset: after ? 0 : offset, rootText: rootOnly,
+    });
+    return { page, texts: rootsOfPage ? await rootsOfPage(page) : null };
+  };
+  // One more row than the page: whether a next page exists is part of what the page shows.
+  // A page that one batch reads whole (`$top` up to ROOT_BATCH) is read first and its ETag hashed
+  // from those rows: no second query over the same selection (issue 21).
+  let first: Batch | null = null;
+  let etag: string;
+  if (wanted <= ROOT_BATCH) {
+    first = await batch(null, q.skip, wanted + 1);
+    etag = pageEtag(feed, first.page, `count:${count}`);
+  } else {
+    etag = await selectionEtag(ctx, feed, whereSql, orderBy, q.top == null ? null : q.top + 1, q.skip, `count:${count}`);
+  }
+  if (etagMatches(input.ifNoneMatch, etag)) return { etag, body: null };
+  const pageRow = (r: SubmissionDataRow, text: LeafTexts | null | undefined): { [k: string]: Json } | string => {
+    const meta = metaOf(r);
+    if (writer) return writer.row(meta, r.encrypted ? null : text ?? (() => undefined));
+    let values: SubmissionValue[] | Record<string, string> | null = r.encrypted ? null : r.values;
+    if (!r.encrypted && text && rootsOfPage) values = Object.fromEntries(rootsOfPage.paths.map((p, i) => [p, text(i) ?? '']));
+    return shape(builder.rootRow(meta, values));
+  };
   let more = false;
   let lastId: string | null = null;
   async function* rows() {
@@ -450,19 +484,17 @@ async function rootFeed(
       // One more row than asked on the last batch tells whether a next page exists.
       const left = wanted - sent;
       const limit = left <= ROOT_BATCH ? left + 1 : ROOT_BATCH;
-      const page = await selectSubmissionRows(ctx, {
-        where: after ? and(whereSql, sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`)! : whereSql,
-        orderBy, limit, offset: after ? 0 : offset, rootText: rootOnly,
-      });
-      if (rootOnly) await rootsOfPage(page);
-      for (const r of page) {
+      const { page, texts }: Batch = first ?? await batch(after, offset, limit);
+      first = null;
+      for (let k = 0; k < page.length; k += 1) {
+        const r = page[k]!;
         if (sent === wanted) {
           more = true;
           return;
         }
         sent += 1;
         lastId = r.instanceId;
-        yield rowOf(r);
+        yield pageRow(r, texts?.[k]);
       }
       if (page.length < limit) return;
       if (custom) offset += page.length;
@@ -478,50 +510,79 @@ async function rootFeed(
 }
 
 /**
- * Sets `root` (path → text of the leaves outside repeats) on a page of rows read with `rootText`,
- * for a feed without repeat tables. Each version's stored root_text is its definition's root leaf
- * texts in order (rootTextOf), so a split gives them without writing out and parsing the jsonb
- * root_values (JSON.parse of root_values was ~40 % of the server's CPU for a 1,000-row page of the
- * 250-question form). Versions whose definition lacks a leaf of the feed's (a field another
- * version added), or whose text does not split into its leaves, read root_values instead (one
- * query per page, only when such rows exist): as Central reads the XML, a value the submission
- * holds is shown even when its own definition does not declare it. Encrypted rows are left alone.
- * @returns the reader, to be called on each page; it caches definitions for the request.
+ * The ETag of a page read whole (with its one extra row), from its rows: what selectionEtag hashes
+ * (each row's id, current version, updatedAt, deletedAt, review state, submitter's name, files
+ * received), with the form definition and `extra`. Pure.
  */
-function rootTextReader(ctx: Ctx, feed: Feed): (page: SubmissionDataRow[]) => Promise<void> {
-  const wanted = [...leavesOf(feed.model.tables[0]!.children).values()].map((n) => n.path);
-  // A definition's root leaf paths when they hold every leaf of the feed's, else null.
-  const covering = (paths: string[]) => {
-    const have = new Set(paths);
-    return wanted.every((p) => have.has(p)) ? paths : null;
+function pageEtag(feed: Feed, page: SubmissionDataRow[], extra: string): string {
+  let text = `${feed.defId}|${extra}|`;
+  for (const r of page) {
+    text += `${r.id}:${r.defId}:${r.updatedAt?.getTime() ?? ''}:${r.deletedAt?.getTime() ?? ''}:${r.reviewState ?? ''}:${r.submitterName ?? ''}:${r.received.length},`;
+  }
+  return `W/"eventhash:${sha256Hex(text).slice(0, 32)}"`;
+}
+
+/** Leaf i's text of one row (i over the reader's `paths`), undefined when it has none. */
+type LeafTexts = (i: number) => string | undefined;
+
+/**
+ * The leaf texts of a page of rows read with `rootText`, for a feed without repeat tables. Each
+ * version's stored root_text is its definition's root leaf texts in order (rootTextOf), so a split
+ * gives them without writing out and parsing the jsonb root_values (JSON.parse of root_values was
+ * ~40 % of the server's CPU for a 1,000-row page of the 250-question form). Versions whose
+ * definition lacks a leaf of the feed's (a field another version added), or whose text does not
+ * split into its leaves, read root_values instead (one query per page, only when such rows exist):
+ * as Central reads the XML, a value the submission holds is shown even when its own definition does
+ * not declare it. Encrypted rows get null.
+ * @param order the feed's leaf paths in the order the texts are asked for (default: leavesOf's).
+ * @returns the reader (called on each page; caches definitions for the request; `paths`: the order).
+ */
+function rootTextReader(ctx: Ctx, feed: Feed, order?: string[]): ((page: SubmissionDataRow[]) => Promise<Array<LeafTexts | null>>) & { paths: string[] } {
+  const wanted = order ?? [...leavesOf(feed.model.tables[0]!.children).values()].map((n) => n.path);
+  // Per definition: where each wanted leaf sits in its root_text, when it holds every one, else null.
+  const slotsOf = (paths: string[]) => {
+    const at = new Map(paths.map((p, i) => [p, i]));
+    const slots = new Int32Array(wanted.length);
+    for (let i = 0; i < wanted.length; i += 1) {
+      const k = at.get(wanted[i]!);
+      if (k === undefined) return null;
+      slots[i] = k;
+    }
+    return { slots, width: Math.max(1, paths.length) };
   };
-  const pathsOf = new Map<number, string[] | null>([[feed.defId, covering(feed.rootPaths)]]);
-  return async (page) => {
-    const plain = page.filter((r) => !r.encrypted);
-    const unknown = [...new Set(plain.map((r) => r.formDefId).filter((id) => !pathsOf.has(id)))];
+  const layouts = new Map<number, ReturnType<typeof slotsOf>>([[feed.defId, slotsOf(feed.rootPaths)]]);
+  const read = async (page: SubmissionDataRow[]) => {
+    const out: Array<LeafTexts | null> = new Array(page.length).fill(null);
+    const unknown = [...new Set(page.filter((r) => !r.encrypted && !layouts.has(r.formDefId)).map((r) => r.formDefId))];
     if (unknown.length > 0) {
       for (const d of await ctx.db.select({ id: formDefs.id, fields: formDefs.fields }).from(formDefs).where(inArray(formDefs.id, unknown))) {
-        pathsOf.set(d.id, covering(rootLeafPaths(d.fields)));
+        layouts.set(d.id, slotsOf(rootLeafPaths(d.fields)));
       }
     }
-    const fallback: SubmissionDataRow[] = [];
-    for (const r of plain) {
-      const paths = pathsOf.get(r.formDefId);
-      const cells = paths ? (r.cells ?? '').split(ROOT_TEXT_SEPARATOR) : null;
-      if (!paths || !cells || cells.length !== Math.max(1, paths.length)) {
-        fallback.push(r);
+    const fallback: number[] = [];
+    for (let k = 0; k < page.length; k += 1) {
+      const r = page[k]!;
+      if (r.encrypted) continue;
+      const layout = layouts.get(r.formDefId);
+      const cells = layout ? (r.cells ?? '').split(ROOT_TEXT_SEPARATOR) : null;
+      if (!layout || !cells || cells.length !== layout.width) {
+        fallback.push(k);
         continue;
       }
-      const root: Record<string, string> = {};
-      for (let i = 0; i < paths.length; i += 1) root[paths[i]!] = cells[i]!;
-      r.root = root;
+      const { slots } = layout;
+      out[k] = (i) => cells[slots[i]!];
     }
-    if (fallback.length === 0) return;
+    if (fallback.length === 0) return out;
     const stored = await ctx.db.select({ id: submissionDefs.id, root: submissionDefs.rootValues }).from(submissionDefs)
-      .where(inArray(submissionDefs.id, fallback.map((r) => r.defId)));
+      .where(inArray(submissionDefs.id, fallback.map((k) => page[k]!.defId)));
     const byId = new Map(stored.map((x) => [x.id, x.root as Record<string, string>]));
-    for (const r of fallback) r.root = byId.get(r.defId) ?? {};
+    for (const k of fallback) {
+      const root = byId.get(page[k]!.defId) ?? {};
+      out[k] = (i) => root[wanted[i]!];
+    }
+    return out;
   };
+  return Object.assign(read, { paths: wanted });
 }
 
 /**
