@@ -14,7 +14,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { and, eq, inArray } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { audits, forms, submissionAttachments, submissionDefs, submissions } from '../../../drizzle/schema';
+import { audits, formDefs, forms, submissionAttachments, submissionDefs, submissions } from '../../../drizzle/schema';
 import { localApp } from '../../../infra/local/app';
 import { systemCtx, type Ctx, type Deps } from '../../../lib/context';
 import { exportCsv } from '../../../lib/exports';
@@ -23,6 +23,8 @@ import { withDeps } from '../../../lib/runtime/entry';
 import { createFsBlobStore } from '../../../lib/runtime/fs-blobs';
 import { openDatabase, type NodeDatabase } from '../../../lib/runtime/node';
 import { createUserTask, promoteUserTask } from '../../../lib/users/admin-tasks';
+import { rootTextOf, rootValuesOf } from '../../../lib/xforms/parse-submission';
+import type { FormField } from '../../../lib/xforms/types';
 import { COLLECT, jpeg, md5, multipart, PHOTOS_FORM, PHOTOS_FORM_ID, photosSubmission, type MediaPart } from '../../helpers/collect';
 import { ownDatabase, type OwnDatabase } from '../../helpers/own-database';
 
@@ -35,6 +37,7 @@ let auth: Record<string, string>;
 let P: string;
 let projectId: number;
 let formId: number;
+let formFields: FormField[];
 let collectUrl: string;
 let collectUrl2: string;
 
@@ -68,8 +71,10 @@ beforeAll(async () => {
   const au2 = await call<{ id: number; token: string }>('POST', `${P}/app-users`, JSON.stringify({ displayName: 'Tablet two' }));
   await call('POST', `${P}/forms/${PHOTOS_FORM_ID}/assignments/app-user/${au2.id}`, '');
   collectUrl2 = `${base}/v1/key/${au2.token}/projects/${projectId}/submission`;
-  const [form] = await database.db.select({ id: forms.id }).from(forms).where(eq(forms.xmlFormId, PHOTOS_FORM_ID));
+  const [form] = await database.db.select({ id: forms.id, fields: formDefs.fields }).from(forms)
+    .innerJoin(formDefs, eq(formDefs.id, forms.currentDefId)).where(eq(forms.xmlFormId, PHOTOS_FORM_ID));
   formId = form!.id;
+  formFields = form!.fields;
 }, 60_000);
 
 afterAll(async () => {
@@ -85,6 +90,9 @@ async function collectPost(xml: string, files: MediaPart[] = [], deviceId = 'col
 
 const photo = (name: string, seed: number): MediaPart => ({ name, bytes: jpeg(seed, 4096), type: 'image/jpeg' });
 
+/** The /site answer of burst submission i: quotes, a backslash, a tab, non-ASCII; empty for every 7th. */
+const siteText = (i: number) => (i % 7 === 6 ? '' : `Site ${i}, "north" \\ é😀\t${'x'.repeat(i)}`);
+
 describe('group commit of concurrent OpenRosa submissions', () => {
   test('a burst of 40: each answered as alone (201, a retry 201, different XML 409.1); one row, version, audit and media set each', async () => {
     // Seen before the burst: the same instanceID with other XML is a conflict.
@@ -92,9 +100,13 @@ describe('group commit of concurrent OpenRosa submissions', () => {
     expect((await collectPost(taken)).status).toBe(201);
 
     const jobs: Array<{ kind: string; send: () => Promise<{ status: number; body: string }> }> = [];
+    const sent = new Map<string, string>();
     for (let i = 0; i < 30; i += 1) {
       const withMedia = i % 3 === 0;
-      const xml = photosSubmission({ instanceId: `uuid:burst-${i}`, site: `Site ${i}, "north"`, front: withMedia ? `f${i}.jpg` : undefined });
+      // Texts that JSON and array literals escape (quotes, a backslash, a tab, non-ASCII), and an
+      // empty one: stored exactly in every column, whatever the batch's parameters look like.
+      const xml = photosSubmission({ instanceId: `uuid:burst-${i}`, site: siteText(i), front: withMedia ? `f${i}.jpg` : undefined });
+      sent.set(`uuid:burst-${i}`, xml);
       jobs.push({ kind: `new ${i}`, send: () => collectPost(xml, withMedia ? [photo(`f${i}.jpg`, i)] : [], `dev-${i % 4}`, i % 2 === 0 ? collectUrl : collectUrl2) });
     }
     // One submission sent five times within the burst (a Collect retry storm), with its photo each time.
@@ -121,7 +133,11 @@ describe('group commit of concurrent OpenRosa submissions', () => {
       expect(d.instanceId).toBe(s.instanceId);
       const n = /^uuid:burst-(\d+)$/.exec(s.instanceId)?.[1];
       if (n != null) {
-        expect(d.values.find((v) => v.path === '/site')?.value).toBe(`Site ${n}, "north"`);
+        expect(d.values.find((v) => v.path === '/site')?.value ?? '').toBe(siteText(Number(n)));
+        // Every stored form of the answers as the single-submission path writes them.
+        expect(d.xml).toBe(sent.get(s.instanceId));
+        expect(d.rootValues).toEqual(rootValuesOf(d.values));
+        expect(d.rootText).toBe(rootTextOf(d.values, formFields, d.rootValues));
         expect(s.deviceId).toBe(`dev-${Number(n) % 4}`);
         expect(d.md5).toBe(md5(d.xml));
       }
