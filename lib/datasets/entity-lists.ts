@@ -14,6 +14,7 @@ import type { Ctx } from '../context';
 import { projectActee } from '../projects';
 import type { Db } from '../db/client';
 import { prepared } from '../db/prepared';
+import { jsonColumn } from '../db/raw';
 
 /**
  * Whose entities an entity list is cut to: `null` when the actor may list every entity of the
@@ -78,10 +79,10 @@ export async function entityListHashes(ctx: Ctx, datasetIds: number[], filterAct
   const iso = (t: string | Date | null | undefined) => (t == null ? null : new Date(t).toISOString());
   for (const r of rows) {
     // Rules in Central's order and key order (PostgreSQL's jsonb: value, actorProperty, datasetProperty).
-    const rules = parseJson<Array<[string | null, string, string]>>(r.rules)?.map(([value, actorProperty, datasetProperty]) => ({ value, actorProperty, datasetProperty }));
+    const rules = jsonColumn<Array<[string | null, string, string]>>(r.rules)?.map(([value, actorProperty, datasetProperty]) => ({ value, actorProperty, datasetProperty }));
     const input = viewer && r.ownerOnly
       ? JSON.stringify({
-        owner: filterActorId, propertyList: parseJson<string[]>(r.propertyList), entities: Number(r.ownedCount ?? 0),
+        owner: filterActorId, propertyList: jsonColumn<string[]>(r.propertyList), entities: Number(r.ownedCount ?? 0),
         latestEntityCreatedOrUpdated: iso(r.ownedLast),
       })
       : viewer && rules != null
@@ -168,8 +169,6 @@ type HashRow = {
   id: number; ownerOnly: boolean; approvalRequired: boolean; lastAudit: string | Date | null; lastAuditId: number | string | null;
   rules: unknown; ownedCount: number | null; ownedLast: string | Date | null; propertyList: unknown;
 };
-
-const parseJson = <T>(v: unknown): T | null => (v == null ? null : typeof v === 'string' ? JSON.parse(v) as T : v as T);
 
 /**
  * Links a definition's empty data-file attachments to the live published Datasets they are named
