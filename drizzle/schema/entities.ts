@@ -1,8 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { bigint, boolean, index, integer, jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { ts } from './_columns';
-import { actors } from './actors';
-import { datasets } from './datasets';
 import { submissionDefs } from './submission-defs';
 import { submissions } from './submissions';
 
@@ -10,8 +8,10 @@ import { submissions } from './submissions';
 export const entities = pgTable('entities', {
   id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
   uuid: text('uuid').notNull(),
-  datasetId: integer('dataset_id').notNull().references(() => datasets.id),
-  creatorId: integer('creator_id').references(() => actors.id),
+  // Keys to datasets and actors checked once per statement by triggers, not by per-row foreign
+  // keys (migration 0027: a bulk create's rows share one Dataset and one creator).
+  datasetId: integer('dataset_id').notNull(),
+  creatorId: integer('creator_id'),
   /** null, 'soft' (based on an older version) or 'hard' (two updates touched one property). */
   conflict: text('conflict', { enum: ['soft', 'hard'] }),
   createdAt: ts('created_at').notNull().defaultNow(),
@@ -50,7 +50,8 @@ export const entityDefSources = pgTable('entity_def_sources', {
 export const entityDefs = pgTable('entity_defs', {
   id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
   entityId: integer('entity_id').notNull().references(() => entities.id),
-  sourceId: integer('source_id').references(() => entityDefSources.id),
+  // Key to entity_def_sources checked once per statement by a trigger (migration 0027).
+  sourceId: integer('source_id'),
   current: boolean('current').notNull().default(true),
   /** 1 for the first version, +1 per version. */
   version: integer('version').notNull(),
@@ -68,7 +69,8 @@ export const entityDefs = pgTable('entity_defs', {
   branchId: text('branch_id'),
   trunkVersion: integer('trunk_version'),
   branchBaseVersion: integer('branch_base_version'),
-  creatorId: integer('creator_id').references(() => actors.id),
+  // No key to actors: Central's has none (migration 0027).
+  creatorId: integer('creator_id'),
   userAgent: text('user_agent'),
   createdAt: ts('created_at').notNull().defaultNow(),
 }, (t) => [
