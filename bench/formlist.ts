@@ -6,7 +6,9 @@
  * Seed: one project, 200 published forms (simple.xml under distinct ids, each expecting one or two
  * CSV media files that are uploaded before publishing), 20 App Users each assigned to every form.
  * Runs on DATABASE_URL when set (use a fresh database), else PGlite in memory. BENCH_SECONDS sets the
- * duration (30 s), BENCH_CLIENTS the concurrency (20). The clients run in a worker thread (devices are
+ * duration (30 s), BENCH_CLIENTS the concurrency (20). BENCH_REUSE=1 reuses the forms of a project an earlier
+ * run seeded in the same database (new App Users and grants each run), so a kept database is seeded
+ * once while a change is measured A/B. The clients run in a worker thread (devices are
  * other machines) after an untimed warm-up. Prints requests/s and p50/p95/p99 per kind, the ratio
  * p95 / 20 ms (issue 21: p95 < 20 ms), the load average and the CPU per request of the server's thread
  * and of the database's PostgreSQL backends; BENCH_PROFILE=1 prints the server thread's hottest
@@ -19,8 +21,8 @@ import { readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eq, inArray, sql } from 'drizzle-orm';
-import { assignments, forms, roles } from '../drizzle/schema';
+import { and, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { assignments, forms, projects, roles } from '../drizzle/schema';
 import { localApp } from '../infra/local/app';
 import { systemCtx } from '../lib/context';
 import { createLogger } from '../lib/log';
@@ -39,6 +41,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 const TARGET_MS = 20;
 /** BENCH_KINDS=formList or =manifest: clients ask only for that (CPU per request of one kind). */
 const KINDS: string[] = (process.env.BENCH_KINDS ?? 'formList,manifest').split(',');
+const REUSE = process.env.BENCH_REUSE === '1';
+const PROJECT_NAME = 'formList bench';
 
 const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '4' }, { localServer: true });
 const database = await openDatabase(config, { pgliteDir: 'memory://' });
@@ -52,7 +56,10 @@ const app = withDeps(localApp(), () => ({ deps }));
 
 const t0 = performance.now();
 const { call } = await benchAdmin(ctx, app, 'fl');
-const project = await createProject(ctx, { name: `formList bench ${Date.now()}` });
+const [kept] = REUSE
+  ? await database.db.select({ id: projects.id }).from(projects).where(eq(projects.name, PROJECT_NAME)).orderBy(desc(projects.id)).limit(1)
+  : [];
+const project = kept ?? await createProject(ctx, { name: PROJECT_NAME });
 const P = `/v1/projects/${project.id}`;
 /** The same path under an App User's key: /v1/key/{token}/projects/{id}. */
 const keyed = (token: string) => `/v1/key/${token}/projects/${project.id}`;
@@ -70,13 +77,14 @@ let mediaCount = 0;
 for (let i = 0; i < FORMS; i += 1) {
   const id = `bench_${String(i).padStart(3, '0')}`;
   const media = i % 2 === 0 ? [`${id}_a.csv`] : [`${id}_a.csv`, `${id}_b.csv`];
+  formIds.push(id);
+  mediaCount += media.length;
+  if (kept) continue;
   await call('POST', `${P}/forms`, formXml(id, media), { 'Content-Type': 'application/xml' });
   for (const m of media) {
     await call('POST', `${P}/forms/${id}/draft/attachments/${m}`, `name,label\n${id},${m}\nrow${i},Row ${i}\n`, { 'Content-Type': 'text/csv' });
   }
   await call('POST', `${P}/forms/${id}/draft/publish`);
-  formIds.push(id);
-  mediaCount += media.length;
 }
 
 const appUsers: Array<{ id: number; token: string }> = [];
@@ -86,7 +94,8 @@ for (let i = 0; i < APP_USERS; i += 1) {
 }
 // 4000 form-level App User grants in one insert (what POST F/assignments/app-user/{id} stores).
 const [appUserRole] = await database.db.select({ id: roles.id }).from(roles).where(eq(roles.system, 'app-user'));
-const formActees = await database.db.select({ acteeId: forms.acteeId }).from(forms).where(inArray(forms.xmlFormId, formIds));
+const formActees = await database.db.select({ acteeId: forms.acteeId }).from(forms)
+  .where(and(eq(forms.projectId, project.id), isNull(forms.deletedAt), inArray(forms.xmlFormId, formIds)));
 const grants = appUsers.flatMap((au) => formActees.map((f) => ({ actorId: au.id, roleId: appUserRole!.id, acteeId: f.acteeId })));
 for (let i = 0; i < grants.length; i += 1000) await database.db.insert(assignments).values(grants.slice(i, i + 1000));
 // Planner statistics, as autovacuum would have them on a live server (it may be off on a test box).
@@ -179,7 +188,7 @@ await stopProfile();
 const { samples, bytes, failures, elapsed } = result;
 
 const pct = (s: number[], q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
-console.log(`database: ${database.kind}; seeded ${FORMS} forms (${mediaCount} media files), ${APP_USERS} App Users × ${FORMS} assignments in ${seedSeconds.toFixed(1)} s`);
+console.log(`database: ${database.kind}; ${kept ? 'reused' : 'seeded'} ${FORMS} forms (${mediaCount} media files), ${APP_USERS} App Users × ${FORMS} assignments in ${seedSeconds.toFixed(1)} s`);
 console.log(`load: ${CLIENTS} clients over http://127.0.0.1 for ${elapsed.toFixed(1)} s; failures: ${failures}`);
 let worst = 0;
 for (const kind of ['formList', 'manifest'] as const) {

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
-import { forms } from '../../../drizzle/schema';
+import { formDefs, forms } from '../../../drizzle/schema';
 import { OR_RESPONSE, parseXml, XFORMS_LIST, type El } from '../../helpers/collect';
 import { eq, harness, json, type As, type Harness } from '../../helpers/harness';
 
@@ -335,6 +335,43 @@ describe('GET P/formList served again (a list is rendered once per content)', ()
     // Assigned again: the list A saw before is right again, and served as such.
     await assign(h, 'simple', a);
     expect(ids(await formListOf(await formList(h, { key: a.token })))).toEqual(['simple', 'withAttachments']);
+  });
+
+  test('a list served before changes at once when a form closes, is deleted or a project role is revoked', async () => {
+    const h = await harness();
+    await seedForms(h);
+    const au = await createAppUser(h);
+    for (const id of ['simple', 'withrepeat', 'withAttachments']) await assign(h, id, au);
+    await grantProjectRole(h, 'formfill', h.ids.chelsea);
+    const all = ['simple', 'withAttachments', 'withrepeat'];
+    for (let round = 0; round < 2; round += 1) {
+      expect(ids(await formListOf(await formList(h, { key: au.token })))).toEqual(all);
+      expect(ids(await formListOf(await formList(h, 'chelsea')))).toEqual(all);
+    }
+    await setState(h, 'withrepeat', 'closing');
+    expect(ids(await formListOf(await formList(h, { key: au.token })))).toEqual(['simple', 'withAttachments']);
+    expect(ids(await formListOf(await formList(h, 'chelsea')))).toEqual(['simple', 'withAttachments']);
+    expect((await h.delete(F(h, 'simple'), { as: 'bob' })).status).toBe(200);
+    expect(ids(await formListOf(await formList(h, { key: au.token })))).toEqual(['withAttachments']);
+    expect(ids(await formListOf(await formList(h, 'chelsea')))).toEqual(['withAttachments']);
+    const revoke = await h.delete(`${P(h)}/assignments/formfill/${h.ids.chelsea}`, { as: 'bob' });
+    expect(revoke.status, await revoke.clone().text()).toBe(200);
+    expect(await formListOf(await formList(h, 'chelsea'))).toEqual([]);
+    expect(ids(await formListOf(await formList(h, { key: au.token })))).toEqual(['withAttachments']);
+  });
+
+  test('a definition id that comes to hold other XML (a restored database) is listed with its new hash', async () => {
+    const h = await harness();
+    await createForm(h, fixture('simple'));
+    const au = await createAppUser(h);
+    await assign(h, 'simple', au);
+    const [before] = await formListOf(await formList(h, { key: au.token }));
+    expect(before!.hash).toBe(`md5:${md5(fixture('simple'))}`);
+    // The same definition row, as a restore from another server could leave it: other XML and name.
+    const [form] = await h.db.select().from(forms).where(eq(forms.xmlFormId, 'simple'));
+    await h.db.update(formDefs).set({ hash: md5('other'), name: 'Restored' }).where(eq(formDefs.id, form!.currentDefId!));
+    const [after] = await formListOf(await formList(h, { key: au.token }));
+    expect(after).toMatchObject({ formID: 'simple', name: 'Restored', hash: `md5:${md5('other')}` });
   });
 });
 
