@@ -164,10 +164,9 @@ async function* tableCsv(ctx: Ctx, plan: Plan, table: ExportTable): AsyncGenerat
   if (direct && plan.copy) {
     // The common export: PostgreSQL writes the rows (./copy.ts); the general path below otherwise,
     // or when the COPY cannot start (it fails before any byte is sent).
-    const copied = await copyRootRows(ctx, { ...plan.copy, columns: table.columns.length })
+    const copied = await copyRootRows(ctx, { ...plan.copy, columns: table.columns.length }, encoder.encode(pending))
       .catch((err: unknown) => { ctx.log.warn('COPY export path failed; using the general one', { err, requestId: ctx.requestId }); return null; });
     if (copied) {
-      yield encoder.encode(pending);
       yield* copied;
       return;
     }
