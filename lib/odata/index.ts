@@ -26,7 +26,7 @@ import { metadataXml, serviceDocument } from './metadata';
 import { buildModel, type ODataModel, type ODataNode, type ODataTable } from './model';
 import { encodeSkiptoken, nextLink, readFeedQuery, type FeedQuery } from './query';
 import { liveSubmissionCount } from './counts';
-import { RootJsonWriter, RowBuilder, repeatChainFn, repeatRowId, type Json, type SubmissionMeta } from './rows';
+import { RootJsonWriter, RowBuilder, repeatChainFn, repeatRowId, type Json, type LeafSource, type SubmissionMeta } from './rows';
 import { ROOT_TEXT_SEPARATOR, rootLeafPaths } from '../xforms/parse-submission';
 
 export { readFeedQuery } from './query';
@@ -35,6 +35,8 @@ const BATCH = 500;
 /** Submissions rows per query on the root table: a `$top=1000` page in one round trip (+1 to see if more exist). */
 const ROOT_BATCH = 1000;
 const GEO_PARTS = ['latitude', 'longitude', 'altitude', 'accuracy'];
+/** ROOT_TEXT_SEPARATOR as JSON.stringify writes it. */
+const ESCAPED_SEPARATOR = JSON.stringify(ROOT_TEXT_SEPARATOR).slice(1, -1);
 
 interface Feed {
   model: ODataModel;
@@ -444,10 +446,10 @@ async function rootFeed(
   }
   // Rows of a form without repeats, whole (no `$select`), are written as JSON text directly.
   const writer = rootOnly && !selected ? new RootJsonWriter(feed.model, { wkt: q.wkt }) : null;
-  const rootsOfPage = rootOnly ? rootTextReader(ctx, feed, writer?.leafPaths) : null;
+  const rootsOfPage = rootOnly ? rootTextReader(ctx, feed, writer?.leafPaths, writer != null) : null;
   const wanted = q.top ?? Infinity;
   /** One batch of the page: `limit` rows from `after` (keyset) or `offset`, with their leaf texts. */
-  type Batch = { page: SubmissionDataRow[]; texts: Array<LeafTexts | null> | null };
+  type Batch = { page: SubmissionDataRow[]; texts: Array<LeafSource | null> | null };
   const batch = async (after: { createdAt: string; id: number } | null, offset: number, limit: number): Promise<Batch> => {
     const page = await selectSubmissionRows(ctx, {
       where: after ? and(whereSql, sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`)! : whereSql,
@@ -467,11 +469,11 @@ async function rootFeed(
     etag = await selectionEtag(ctx, feed, whereSql, orderBy, q.top == null ? null : q.top + 1, q.skip, `count:${count}`);
   }
   if (etagMatches(input.ifNoneMatch, etag)) return { etag, body: null };
-  const pageRow = (r: SubmissionDataRow, text: LeafTexts | null | undefined): { [k: string]: Json } | string => {
+  const pageRow = (r: SubmissionDataRow, source: LeafSource | null | undefined): { [k: string]: Json } | string => {
     const meta = metaOf(r);
-    if (writer) return writer.row(meta, r.encrypted ? null : text ?? (() => undefined));
+    if (writer) return writer.row(meta, r.encrypted ? null : source ?? { text: () => undefined, escaped: false });
     let values: SubmissionValue[] | Record<string, string> | null = r.encrypted ? null : r.values;
-    if (!r.encrypted && text && rootsOfPage) values = Object.fromEntries(rootsOfPage.paths.map((p, i) => [p, text(i) ?? '']));
+    if (!r.encrypted && source && rootsOfPage) values = Object.fromEntries(rootsOfPage.paths.map((p, i) => [p, source.text(i) ?? '']));
     return shape(builder.rootRow(meta, values));
   };
   let more = false;
@@ -522,9 +524,6 @@ function pageEtag(feed: Feed, page: SubmissionDataRow[], extra: string): string 
   return `W/"eventhash:${sha256Hex(text).slice(0, 32)}"`;
 }
 
-/** Leaf i's text of one row (i over the reader's `paths`), undefined when it has none. */
-type LeafTexts = (i: number) => string | undefined;
-
 /**
  * The leaf texts of a page of rows read with `rootText`, for a feed without repeat tables. Each
  * version's stored root_text is its definition's root leaf texts in order (rootTextOf), so a split
@@ -535,9 +534,11 @@ type LeafTexts = (i: number) => string | undefined;
  * as Central reads the XML, a value the submission holds is shown even when its own definition does
  * not declare it. Encrypted rows get null.
  * @param order the feed's leaf paths in the order the texts are asked for (default: leavesOf's).
+ * @param escape give a row's texts JSON-escaped (one JSON.stringify of its root_text, split), when
+ *   that is exact: a text holding no backslash, whose escaped separators are then the only `\u001f`.
  * @returns the reader (called on each page; caches definitions for the request; `paths`: the order).
  */
-function rootTextReader(ctx: Ctx, feed: Feed, order?: string[]): ((page: SubmissionDataRow[]) => Promise<Array<LeafTexts | null>>) & { paths: string[] } {
+function rootTextReader(ctx: Ctx, feed: Feed, order?: string[], escape = false): ((page: SubmissionDataRow[]) => Promise<Array<LeafSource | null>>) & { paths: string[] } {
   const wanted = order ?? [...leavesOf(feed.model.tables[0]!.children).values()].map((n) => n.path);
   // Per definition: where each wanted leaf sits in its root_text, when it holds every one, else null.
   const slotsOf = (paths: string[]) => {
@@ -552,7 +553,7 @@ function rootTextReader(ctx: Ctx, feed: Feed, order?: string[]): ((page: Submiss
   };
   const layouts = new Map<number, ReturnType<typeof slotsOf>>([[feed.defId, slotsOf(feed.rootPaths)]]);
   const read = async (page: SubmissionDataRow[]) => {
-    const out: Array<LeafTexts | null> = new Array(page.length).fill(null);
+    const out: Array<LeafSource | null> = new Array(page.length).fill(null);
     const unknown = [...new Set(page.filter((r) => !r.encrypted && !layouts.has(r.formDefId)).map((r) => r.formDefId))];
     if (unknown.length > 0) {
       for (const d of await ctx.db.select({ id: formDefs.id, fields: formDefs.fields }).from(formDefs).where(inArray(formDefs.id, unknown))) {
@@ -564,13 +565,15 @@ function rootTextReader(ctx: Ctx, feed: Feed, order?: string[]): ((page: Submiss
       const r = page[k]!;
       if (r.encrypted) continue;
       const layout = layouts.get(r.formDefId);
-      const cells = layout ? (r.cells ?? '').split(ROOT_TEXT_SEPARATOR) : null;
+      const raw = r.cells ?? '';
+      const escaped = escape && !raw.includes('\\');
+      const cells = !layout ? null : escaped ? JSON.stringify(raw).slice(1, -1).split(ESCAPED_SEPARATOR) : raw.split(ROOT_TEXT_SEPARATOR);
       if (!layout || !cells || cells.length !== layout.width) {
         fallback.push(k);
         continue;
       }
       const { slots } = layout;
-      out[k] = (i) => cells[slots[i]!];
+      out[k] = { text: (i) => cells[slots[i]!], escaped };
     }
     if (fallback.length === 0) return out;
     const stored = await ctx.db.select({ id: submissionDefs.id, root: submissionDefs.rootValues }).from(submissionDefs)
@@ -578,7 +581,7 @@ function rootTextReader(ctx: Ctx, feed: Feed, order?: string[]): ((page: Submiss
     const byId = new Map(stored.map((x) => [x.id, x.root as Record<string, string>]));
     for (const k of fallback) {
       const root = byId.get(page[k]!.defId) ?? {};
-      out[k] = (i) => root[wanted[i]!];
+      out[k] = { text: (i) => root[wanted[i]!], escaped: false };
     }
     return out;
   };

@@ -310,6 +310,16 @@ export class RowBuilder {
 const CONVERTED = new Set(['int', 'decimal', 'geopoint', 'geotrace', 'geoshape', 'dateTime']);
 
 /**
+ * The leaf texts of one row for RootJsonWriter: `text(i)` is leaf i's text (undefined when the
+ * submission has none); with `escaped`, each text is already JSON-escaped (what goes between the
+ * quotes of its JSON string), so that a row's texts are escaped in one JSON.stringify.
+ */
+export interface LeafSource {
+  text: (i: number) => string | undefined;
+  escaped: boolean;
+}
+
+/**
  * Writes Submissions rows of a model without repeats straight as JSON text: the same text as
  * `JSON.stringify(new RowBuilder(model, options).rootRow(meta, values))` (keys in the same order,
  * values through leafValue), without building a row object per submission. The row objects of a
@@ -319,10 +329,14 @@ const CONVERTED = new Set(['int', 'decimal', 'geopoint', 'geotrace', 'geoshape',
 export class RootJsonWriter {
   /** The model's leaves outside repeats in the order rows show them (the order `text` takes values in). */
   readonly leafPaths: string[] = [];
-  /** Per leaf: its key text (`"name":`, with `{` openings and `}` closings of groups around it). */
-  private readonly ops: Array<{ before: string; type: string }> = [];
-  /** The text after the last leaf: closings of groups, and groups without leaves that come after it. */
-  private readonly tail: string;
+  /**
+   * Per leaf: the literal text before its value (`,"name":`, with `{` openings and `}` closings of
+   * groups), as is (`b0`) and after a string value that still needs its closing quote (`b1`),
+   * each also with the opening quote of a string value (`…q`).
+   */
+  private readonly ops: Array<{ b0: string; b1: string; b0q: string; b1q: string; type: string; converted: boolean }> = [];
+  /** The text after the last leaf (closings of groups, groups without leaves after it), as is and after an open string. */
+  private readonly tail: [string, string];
 
   constructor(model: ODataModel, private readonly options: Pick<RowOptions, 'wkt'>) {
     if (model.tables.length !== 1) throw new Error('RootJsonWriter: a model without repeats only');
@@ -334,7 +348,8 @@ export class RootJsonWriter {
         const key = `${first ? '' : ','}${JSON.stringify(n.name)}:`;
         first = false;
         if (n.kind === 'leaf') {
-          this.ops.push({ before: pending + key, type: n.type });
+          const b = pending + key;
+          this.ops.push({ b0: b, b1: `"${b}`, b0q: `${b}"`, b1q: `"${b}"`, type: n.type, converted: CONVERTED.has(n.type) });
           this.leafPaths.push(n.path);
           pending = '';
         } else {
@@ -347,27 +362,46 @@ export class RootJsonWriter {
       }
     };
     walk(model.tables[0]!.children);
-    this.tail = pending;
+    this.tail = [pending, `"${pending}`];
   }
 
   /**
    * One row's JSON text.
-   * @param text the text of leaf i (of `leafPaths`), or undefined when the submission has none;
-   *   null `text` (an encrypted row not decrypted): only `__id` and `__system`, as rootRow.
+   * @param source the row's leaf texts; null (an encrypted row not decrypted): only `__id` and
+   *   `__system`, as rootRow.
    */
-  row(meta: SubmissionMeta, text: ((i: number) => string | undefined) | null): string {
+  row(meta: SubmissionMeta, source: LeafSource | null): string {
     let out = '{';
-    if (text) {
+    if (source) {
       const wkt = this.options.wkt;
+      const { text, escaped } = source;
+      // Whether the last value written is a string still without its closing quote.
+      let open = false;
       for (let i = 0; i < this.ops.length; i += 1) {
         const op = this.ops[i]!;
         const t = text(i);
-        out += op.before;
-        if (t == null || t === '') out += 'null';
-        else if (!CONVERTED.has(op.type)) out += JSON.stringify(t);
-        else out += JSON.stringify(leafValue(op.type, t, wkt));
+        if (t == null || t === '') {
+          out += open ? op.b1 : op.b0;
+          out += 'null';
+          open = false;
+        } else if (!op.converted) {
+          if (escaped) {
+            out += open ? op.b1q : op.b0q;
+            out += t;
+            open = true;
+          } else {
+            out += open ? op.b1 : op.b0;
+            out += JSON.stringify(t);
+            open = false;
+          }
+        } else {
+          out += open ? op.b1 : op.b0;
+          // Numbers, geometry and dates hold nothing to escape; should one, read it back first.
+          out += JSON.stringify(leafValue(op.type, escaped && t.includes('\\') ? JSON.parse(`"${t}"`) as string : t, wkt));
+          open = false;
+        }
       }
-      out += this.tail;
+      out += this.tail[open ? 1 : 0];
       out += out.length > 1 ? ',"__id":' : '"__id":';
     } else {
       out += '"__id":';

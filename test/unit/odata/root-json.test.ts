@@ -24,6 +24,8 @@ const values: Record<string, string>[] = [
     '/start': '2024-01-02T03:04:05.000+02', '/name': 'Ünïcode "quotes" \\ \n\u2028 <tag>', '/age': '42', '/ratio': '-1.5e3', '/g/loc': '1.5 2.5 3 4',
     '/g/inner/trace': '1 2 0 0;3 4 0 5', '/g/inner/shape': '1 2;3 4;5 6;1 2', '/choice': 'a b', '/when': '2024-01-02', '/my-field.x': 'x', '/meta/instanceID': 'uuid:1',
   },
+  // Text to escape in string fields and in a converted one.
+  { '/name': 'back\\slash "q" \u0001\u001f', '/start': '"2024"', '/age': '\\7', '/when': 'x' },
   // Empty and missing values, unreadable numbers and geometry.
   { '/name': '', '/age': 'abc', '/ratio': 'NaN', '/g/loc': '  ', '/g/inner/trace': 'x y' },
   {},
@@ -35,7 +37,11 @@ describe('RootJsonWriter', () => {
       const builder = new RowBuilder(model, { wkt, expand: null });
       const writer = new RootJsonWriter(model, { wkt });
       for (const v of values) {
-        expect(writer.row(meta, (i) => v[writer.leafPaths[i]!])).toBe(JSON.stringify(builder.rootRow(meta, v)));
+        const want = JSON.stringify(builder.rootRow(meta, v));
+        expect(writer.row(meta, { text: (i) => v[writer.leafPaths[i]!], escaped: false })).toBe(want);
+        // The texts given JSON-escaped (as the feed gives a root_text escaped whole).
+        const esc = (t: string | undefined) => (t == null ? t : JSON.stringify(t).slice(1, -1));
+        expect(writer.row(meta, { text: (i) => esc(v[writer.leafPaths[i]!]), escaped: true })).toBe(want);
       }
       // An encrypted row that was not decrypted: __id and __system only.
       expect(writer.row(meta, null)).toBe(JSON.stringify(builder.rootRow(meta, null)));
@@ -45,7 +51,7 @@ describe('RootJsonWriter', () => {
   test('a form with only a group, and one with nothing', () => {
     for (const fields of [[f('/g', 'structure')], []]) {
       const m = buildModel('tiny', fields);
-      expect(new RootJsonWriter(m, { wkt: false }).row(meta, () => undefined)).toBe(JSON.stringify(new RowBuilder(m, { wkt: false, expand: null }).rootRow(meta, {})));
+      expect(new RootJsonWriter(m, { wkt: false }).row(meta, { text: () => undefined, escaped: true })).toBe(JSON.stringify(new RowBuilder(m, { wkt: false, expand: null }).rootRow(meta, {})));
     }
   });
 
