@@ -1,7 +1,7 @@
 /**
  * Streamed JSON lists at volume (issue 21): GET F/submissions of the 250-question soak form at
  * BENCH_N (100,000) submissions — the real local server (route table, authentication,
- * lib/http/json-stream) on a loopback port, one HTTP client in a worker thread (Bearer session as
+ * lib/http/json-stream) on a loopback port, one HTTP client in a child process (Bearer session as
  * an administrator) reading the whole body.
  *
  * Seed: bulk SQL (bench/seed-soak.ts, rows as ingestion stores them). BENCH_REUSE=1 reuses (and
@@ -15,8 +15,8 @@
  *
  * Per request (BENCH_ITER (3) plain, then one with `X-Extended-Metadata: true`): time to the first
  * body byte, seconds to the last, rows/s (rows counted in the body), MB/s, and the process's RSS
- * before (after a full GC) and at its peak during the request (sampled every 20 ms from the client
- * thread; the process holds the server and the client thread). Ratios: TTFB ÷ 200 ms, 50,000 ÷
+ * before (after a full GC) and at its peak during the request (sampled every 20 ms by the client
+ * from /proc; the process is the server alone). Ratios: TTFB ÷ 200 ms, 50,000 ÷
  * rows/s and RSS growth ÷ 50 MB (each target met when ≤ 1, on PostgreSQL). The body of the first
  * request is parsed and checked (N rows, newest first, Central's keys). Load average printed, and the CPU per
  * row of the server thread and of the database's backends; BENCH_PROFILE=1 profiles the server thread.
@@ -30,7 +30,8 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { Worker } from 'node:worker_threads';
+import { spawn } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
 import { and, eq, sql, type SQL } from 'drizzle-orm';
 import { formDefs, forms } from '../drizzle/schema';
 import { localApp } from '../infra/local/app';
@@ -101,21 +102,25 @@ await new Promise<void>((r) => server.once('listening', () => r()));
 const { port } = server.address() as AddressInfo;
 const url = `http://127.0.0.1:${port}${P}/forms/${SOAK_FORM_ID}/submissions`;
 
-// The client counts rows as they arrive (\`marker\` opens each row: \`{"instanceId":\` for submissions, whose version's object opens with submitterId).
+// The client is a process of its own, so the RSS measured is the server's alone (a client thread's
+// heap in the same process grew with the bodies it read); it samples the server's RSS from /proc
+// every 20 ms and counts rows as they arrive (\`marker\` opens each row: \`{"instanceId":\` for
+// submissions, whose version's object opens with submitterId). A kept body goes through a file.
 const clientCode = `
-const { parentPort } = require('node:worker_threads');
 const http = require('node:http');
-parentPort.on('message', ({ url, headers, keepBody, marker }) => {
+const fs = require('node:fs');
+const rss = (pid) => Number(fs.readFileSync('/proc/' + pid + '/statm', 'latin1').split(' ')[1]) * 4096;
+process.on('message', ({ url, headers, keepBody, marker, serverPid, bodyFile }) => {
   const start = performance.now();
-  let peak = process.memoryUsage.rss();
-  const timer = setInterval(() => { peak = Math.max(peak, process.memoryUsage.rss()); }, 20);
+  let peak = rss(serverPid);
+  const timer = setInterval(() => { peak = Math.max(peak, rss(serverPid)); }, 20);
   http.get(url, { headers }, (res) => {
     let ttfb = null, bytes = 0, rows = 0, tail = '';
-    const chunks = [];
+    const out = keepBody ? fs.openSync(bodyFile, 'w') : null;
     res.on('data', (c) => {
       if (ttfb == null) ttfb = performance.now() - start;
       bytes += c.length;
-      if (keepBody) chunks.push(c);
+      if (out != null) fs.writeSync(out, c);
       const s = tail + c.toString('latin1');
       let i = -1;
       while ((i = s.indexOf(marker, i + 1)) >= 0) rows += 1;
@@ -123,17 +128,23 @@ parentPort.on('message', ({ url, headers, keepBody, marker }) => {
     });
     res.on('end', () => {
       clearInterval(timer);
-      peak = Math.max(peak, process.memoryUsage.rss());
-      parentPort.postMessage({ status: res.statusCode, ttfb, ms: performance.now() - start, bytes, rows, peak, body: keepBody ? Buffer.concat(chunks).toString('utf8') : null });
+      peak = Math.max(peak, rss(serverPid));
+      if (out != null) fs.closeSync(out);
+      process.send({ status: res.statusCode, ttfb, ms: performance.now() - start, bytes, rows, peak });
     });
   });
 });
 `;
-const worker = new Worker(clientCode, { eval: true });
+const client = spawn(process.execPath, ['-e', clientCode], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+const bodyFile = join(tmpdir(), `fieldbase-bench-lists-body-${process.pid}.json`);
 interface Got { status: number; ttfb: number; ms: number; bytes: number; rows: number; peak: number; body: string | null }
 const get = (headers: Record<string, string>, keepBody: boolean, to = url, marker = '{"instanceId":') => new Promise<Got>((resolve) => {
-  worker.once('message', resolve);
-  worker.postMessage({ url: to, headers: { ...auth, ...headers }, keepBody, marker });
+  client.once('message', (g: Omit<Got, 'body'>) => {
+    const body = keepBody ? readFileSync(bodyFile, 'utf8') : null;
+    if (keepBody) rmSync(bodyFile, { force: true });
+    resolve({ ...g, body });
+  });
+  client.send({ url: to, headers: { ...auth, ...headers }, keepBody, marker, serverPid: process.pid, bodyFile });
 });
 
 const mb = (b: number) => b / 1024 / 1024;
@@ -148,7 +159,7 @@ for (let i = 0; i < (LISTS.has('submissions') ? ITER + 1 : 0); i += 1) {
   gc();
   await new Promise((r) => setTimeout(r, 200));
   const base = process.memoryUsage.rss();
-  // CPU of the server's thread (this process's main thread; the client is a worker) and of the
+  // CPU of the server's thread (this process's main thread; the client is another process) and of the
   // database's backends, per row; BENCH_PROFILE=1 profiles the server thread (bench/profile.ts).
   const stopProfile = await profilePhase(`lists-${extended ? 'extended' : `plain${i + 1}`}`);
   const cpuUsed = await cpuMeter(backendPids);
@@ -258,6 +269,6 @@ if (others.length > 0) {
   console.log(`load average (1 min) ${loadOthers.toFixed(2)} after the other lists`);
 }
 await new Promise((r) => server.close(r));
-await worker.terminate();
+client.kill();
 await database.close();
 process.exit(bad ? 1 : 0);

@@ -13,6 +13,18 @@
 
 const encoder = new TextEncoder();
 
+/** Byte strings joined by commas, in one array. */
+function commaJoined(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, parts.length - 1));
+  let at = 0;
+  parts.forEach((p, i) => {
+    if (i > 0) out[at++] = 44; // ','
+    out.set(p, at);
+    at += p.byteLength;
+  });
+  return out;
+}
+
 /**
  * Reads rows in keyset batches: `read(after, limit)` returns the next at most `limit` rows after
  * the position `after` (null: from the start), in the list's order; `key(row)` is a row's
@@ -70,46 +82,52 @@ export async function collectBatches<R>(batches: AsyncGenerator<R[]>): Promise<R
  * A JSON array as a byte stream: `[`, each batch's elements (as `render` maps them) separated by
  * commas, `]`; one chunk per batch, pulled as the client reads. The first batch has been read by
  * the time this resolves. `serialized`: `render` gives JSON texts already (SQL-built rows), sent as
- * they are. @throws what reading or rendering the first batch threw.
+ * they are: strings, or UTF-8 bytes (Uint8Array, all of a batch's items), which are sent without
+ * becoming strings (one item of a batch may hold several elements, comma-separated).
+ * @throws what reading or rendering the first batch threw.
  */
 export async function jsonArrayStream<R>(
   batches: AsyncGenerator<R[]>,
   render: (batch: R[]) => unknown[] | Promise<unknown[]>,
   serialized = false,
 ): Promise<ReadableStream<Uint8Array>> {
-  const text = async (batch: R[], first: boolean) => {
+  /** A batch's chunks after `lead` ('[', ',' or ''); none when it renders to nothing. */
+  const chunks = async (batch: R[], lead: string): Promise<Uint8Array[]> => {
     const items = await render(batch);
-    if (items.length === 0) return '';
+    if (items.length === 0) return [];
+    if (serialized && items[0] instanceof Uint8Array) {
+      // Bytes go out as they are (several items: copied into one chunk); the lead as a chunk of its own.
+      const body = items.length === 1 ? (items[0] as Uint8Array) : commaJoined(items as Uint8Array[]);
+      return lead === '' ? [body] : [encoder.encode(lead), body];
+    }
     const texts = serialized ? (items as string[]) : items.map((x) => JSON.stringify(x));
-    return (first ? '' : ',') + texts.join(',');
+    return [encoder.encode(lead + texts.join(','))];
   };
   const head = await batches.next();
-  let firstChunk: string | null = '[' + (head.done ? '' : await text(head.value, true));
+  let pending: Uint8Array[] | null = head.done ? null : await chunks(head.value, '[');
   // A first batch that rendered to nothing leaves the next one first (no leading comma).
-  let started = firstChunk.length > 1;
-  const empty = head.done === true;
+  let started = pending !== null && pending.length > 0;
+  if (pending !== null && !started) pending = [encoder.encode('[')];
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      if (firstChunk !== null) {
-        const chunk = firstChunk;
-        firstChunk = null;
-        if (empty) {
-          controller.enqueue(encoder.encode(chunk + ']'));
-          controller.close();
-          return;
-        }
-        controller.enqueue(encoder.encode(chunk));
-        return;
-      }
-      const next = await batches.next();
-      if (next.done) {
-        controller.enqueue(encoder.encode(']'));
+      if (pending === null && head.done) {
+        controller.enqueue(encoder.encode('[]'));
         controller.close();
         return;
       }
-      const chunk = await text(next.value, !started);
-      if (chunk !== '') started = true;
-      controller.enqueue(encoder.encode(chunk));
+      // Until something is enqueued: a pull that enqueues nothing is not called again.
+      while (pending === null || pending.length === 0) {
+        const next = await batches.next();
+        if (next.done) {
+          controller.enqueue(encoder.encode(']'));
+          controller.close();
+          return;
+        }
+        pending = await chunks(next.value, started ? ',' : '');
+        if (pending.length > 0) started = true;
+      }
+      for (const c of pending) controller.enqueue(c);
+      pending = [];
     },
     async cancel() {
       await batches.return(undefined);
