@@ -93,6 +93,21 @@ describe('streamed lists', () => {
     expect(list[399]!.instanceId).toBe('c101');
   });
 
+  test('texts that need JSON escaping (quotes, backslash, control characters, non-ASCII) come out as GET S writes them, extended too', async () => {
+    const h = await harness();
+    await seed(h, 3);
+    await h.db.execute(sql`update submissions set device_id = ${'dev "1"\\x\n\u0001'}, user_agent = ${'agent\tü 日本 😀'}, review_state = 'hasIssues' where instance_id = 'c2'`);
+    await h.db.execute(sql`update submission_defs set instance_name = ${'name "q"\r\n'}, device_id = ${'dev "1"\\x\n\u0001'} where instance_id = 'c2'`);
+    await h.db.execute(sql`update actors set display_name = ${'Bob "the" \\ builder ü'} where id = ${h.ids.bob}`);
+    const F = `/v1/projects/${h.projectId}/forms/simple`;
+    for (const headers of [{}, { 'X-Extended-Metadata': 'true' }]) {
+      const list = await json<Array<Record<string, unknown>>>(await h.get(`${F}/submissions`, { as: 'bob', headers }));
+      expect(list.map((s) => s.instanceId)).toEqual(['c3', 'c2', 'one']);
+      expect(list[1]).toEqual(await json(await h.get(`${F}/submissions/c2`, { as: 'bob', headers })));
+      expect(list[1]!.deviceId).toBe('dev "1"\\x\n\u0001');
+    }
+  });
+
   test('an empty list is [] and a refused one is a Problem before any byte', async () => {
     const h = await harness();
     await seed(h, 1);
