@@ -100,7 +100,7 @@ describe('streamed lists', () => {
     await h.db.execute(sql`update submission_defs set instance_name = ${'name "q"\r\n'}, device_id = ${'dev "1"\\x\n\u0001'} where instance_id = 'c2'`);
     await h.db.execute(sql`update actors set display_name = ${'Bob "the" \\ builder ü'} where id = ${h.ids.bob}`);
     const F = `/v1/projects/${h.projectId}/forms/simple`;
-    for (const headers of [{}, { 'X-Extended-Metadata': 'true' }]) {
+    for (const headers of [{}, { 'X-Extended-Metadata': 'true' }] as Array<Record<string, string>>) {
       const list = await json<Array<Record<string, unknown>>>(await h.get(`${F}/submissions`, { as: 'bob', headers }));
       expect(list.map((s) => s.instanceId)).toEqual(['c3', 'c2', 'one']);
       expect(list[1]).toEqual(await json(await h.get(`${F}/submissions/c2`, { as: 'bob', headers })));
