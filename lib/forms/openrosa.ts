@@ -32,29 +32,45 @@ const enc = encodeURIComponent;
  * (form.read, or open_form.read: App Users on their assigned forms, Data Collectors on the project).
  * Closing and closed forms are not offered. formID, deviceID, verbose and listAllVersions are
  * accepted and ignored, as the spec states; never an xforms-group.
- * One prepared round trip. The list is rendered once per content and reused (see listTemplates):
- * the query reads, every time, which forms the actor may list now (rights, form state, project,
- * publishes) and fingerprints them by each listed definition's id and XML MD5, which fix everything
- * the list shows of it (a published definition is never changed; its name, version and expected
- * media come from that XML). A list rendered before is served only for the fingerprint the database
- * computed in the same request, so a revoked assignment, a closed or deleted form is seen at once,
- * in every process.
- * @returns the xformsList XML. @throws 401.2 anonymous; 404.1 unknown project.
+ * A device polling an unchanged list costs one primary-key read: the project's form-list tokens
+ * (form_list_epochs, migration 0028), which triggers change in the same transaction as anything
+ * the list shows (forms, definitions, attachments, the project, grants, roles). When they equal the
+ * tokens read with the list this actor was last served in this process, that list is served again;
+ * otherwise one prepared round trip (formListQuery) reads the list and the tokens in one snapshot.
+ * No process trusts its memory without that read, so a change made by another process (Workers,
+ * Lambda, several servers) is seen at once. The list is rendered once per content (listTemplates,
+ * by the fingerprint the database computes of the listed definitions' ids and XML MD5s: a
+ * published definition is never changed; its name, version and expected media come from that XML).
+ * The bytes of each (list, origin and prefix) are kept too, within LIST_BYTES_BUDGET: a device's
+ * key is in its URLs, so its document is its own, and joining and encoding ~100 kB (200 forms) was
+ * a quarter of the server's CPU per poll.
+ * @returns the xformsList XML as UTF-8 bytes (shared: never to be written to). @throws 401.2
+ *   anonymous; 404.1 unknown project.
  */
-export async function formList(ctx: Ctx, projectId: number, base: UrlBase): Promise<string> {
+export async function formList(ctx: Ctx, projectId: number, base: UrlBase): Promise<Uint8Array<ArrayBuffer>> {
   const actor = requireActor(ctx);
   if (!Number.isSafeInteger(projectId)) throw problems.user.notFound();
   const seenKey = `${actor.id}:${projectId}`;
-  const known = lastListed.get(seenKey);
-  let [row] = await formListQuery(ctx.db).execute({ actorId: actor.id, projectId, known: known ?? '' });
+  const seen = lastListed.get(seenKey);
+  const urlBase = `${base.origin}${base.prefix}`;
+  if (seen?.epoch != null) {
+    const templateKey = `${projectId}:${seen.fingerprint}`;
+    const template = listTemplates.get(templateKey);
+    if (template != null) {
+      const [now] = await formListEpochQuery(ctx.db).execute({ projectId });
+      if (now?.epoch === seen.epoch) return bodyOf(templateKey, template, urlBase);
+    }
+  }
+  let [row] = await formListQuery(ctx.db).execute({ actorId: actor.id, projectId, known: seen?.fingerprint ?? '' });
   // The fingerprint the actor saw last, but its document was dropped since: ask again for the rows.
   if (row?.fingerprint != null && row.rows == null && !listTemplates.has(`${projectId}:${row.fingerprint}`)) {
     [row] = await formListQuery(ctx.db).execute({ actorId: actor.id, projectId, known: '' });
   }
   // An empty list may mean no such project: only then is it worth a query to tell (404.1).
   if (row?.fingerprint == null) {
+    lastListed.delete(seenKey);
     await getProjectOrNotFound(ctx, projectId);
-    return renderFormList([]);
+    return utf8.encode(renderFormList([]));
   }
   const key = `${projectId}:${row.fingerprint}`;
   let template = listTemplates.get(key);
@@ -63,15 +79,49 @@ export async function formList(ctx: Ctx, projectId: number, base: UrlBase): Prom
       const formUrl = `${URL_BASE}/projects/${projectId}/forms/${enc(xmlFormId)}`;
       return { xmlFormId, name: name ?? xmlFormId, version, hash, downloadUrl: `${formUrl}.xml`, manifestUrl: hasAttachments ? `${formUrl}/manifest` : null };
     })));
-    remember(listTemplates, key, template, MAX_LIST_TEMPLATES);
-  } else {
-    // Most recently used last (eviction drops the oldest first).
-    listTemplates.delete(key);
-    listTemplates.set(key, template);
   }
-  remember(lastListed, seenKey, row.fingerprint, MAX_LAST_LISTED);
-  return template.join(fillUrlBase(URL_BASE, `${base.origin}${base.prefix}`));
+  remember(lastListed, seenKey, { fingerprint: row.fingerprint, epoch: row.epoch }, MAX_LAST_LISTED);
+  return bodyOf(key, template, urlBase);
 }
+
+/**
+ * The document of template `key` for one client's origin and prefix, as UTF-8 bytes: kept from an
+ * earlier request while the template is the same and the budget allows, else joined and encoded.
+ * Marks the template and the bytes most recently used (eviction drops the oldest first).
+ */
+function bodyOf(key: string, template: string[], urlBase: string): Uint8Array<ArrayBuffer> {
+  remember(listTemplates, key, template, MAX_LIST_TEMPLATES);
+  const bytesKey = `${key} ${urlBase}`;
+  const kept = listBytes.get(bytesKey);
+  if (kept?.template === template) {
+    listBytes.delete(bytesKey);
+    listBytes.set(bytesKey, kept);
+    return kept.bytes;
+  }
+  const bytes = utf8.encode(template.join(fillUrlBase(URL_BASE, urlBase)));
+  if (kept) listBytesTotal -= kept.bytes.byteLength;
+  listBytes.delete(bytesKey);
+  if (bytes.byteLength <= LIST_BYTES_BUDGET / 8) {
+    while (listBytesTotal + bytes.byteLength > LIST_BYTES_BUDGET) {
+      const [oldest, entry] = listBytes.entries().next().value!;
+      listBytes.delete(oldest);
+      listBytesTotal -= entry.bytes.byteLength;
+    }
+    listBytes.set(bytesKey, { template, bytes });
+    listBytesTotal += bytes.byteLength;
+  }
+  return bytes;
+}
+
+const utf8 = new TextEncoder();
+/**
+ * Encoded documents by `{projectId}:{fingerprint} {origin}{prefix}`, each with the template it was
+ * joined from (a template rendered again after eviction is another array: its bytes are joined
+ * anew). Per process; at most LIST_BYTES_BUDGET bytes in all (16 MB: 160 devices' lists of 200 forms).
+ */
+const listBytes = new Map<string, { template: string[]; bytes: Uint8Array<ArrayBuffer> }>();
+const LIST_BYTES_BUDGET = 16 * 1024 * 1024;
+let listBytesTotal = 0;
 
 /**
  * A document rendered with URL_BASE before each URL, cut at those marks: a client's copy is the
@@ -88,8 +138,11 @@ const splitAtUrlBase = (doc: string): string[] => doc.split(URL_BASE);
  */
 const listTemplates = new Map<string, string[]>();
 const MAX_LIST_TEMPLATES = 64;
-/** The fingerprint each `{actorId}:{projectId}` was last served (sent as `known`: no rows when unchanged). */
-const lastListed = new Map<string, string>();
+/**
+ * What each `{actorId}:{projectId}` was last served: the list's fingerprint (sent as `known`: no
+ * rows when unchanged) and the form-list tokens read with it (null when none were read).
+ */
+const lastListed = new Map<string, { fingerprint: string; epoch: string | null }>();
 const MAX_LAST_LISTED = 10_000;
 
 function remember<V>(map: Map<string, V>, key: string, value: V, max: number): void {
@@ -100,6 +153,19 @@ function remember<V>(map: Map<string, V>, key: string, value: V, max: number): v
 
 /** A listed form as the query sends it: xmlFormId, name, version, MD5 of the XML, expects media. */
 type ListedForm = [string, string | null, string, string, boolean];
+
+/**
+ * The form-list tokens of project `projectId` (placeholder) and of every project (row 0) as one
+ * text, or null when there are none. Inside formListQuery it is read in the list's own snapshot.
+ */
+const formListEpochSql = () => sql<string | null>`(select string_agg(e.epoch::text, ':' order by e.project_id)
+  from form_list_epochs e where e.project_id in (0, ${sql.placeholder('projectId')}))`;
+
+/** The tokens alone: what a poll of an unchanged list costs PostgreSQL (two primary-key rows). */
+const formListEpochQuery = (db: Db) => prepared(db, 'openrosa_form_list_epoch', (d) => d
+  .select({ epoch: formListEpochSql() })
+  .from(sql`(select 1) one`)
+  .prepare('openrosa_form_list_epoch'));
 
 // One query (Collect polls this), prepared. `listed` (a CTE) is the forms the actor may list now:
 // the rights check in SQL, only the columns the list shows (never the XML). Readable: a grant of
@@ -131,6 +197,7 @@ const formListQuery = (db: Db) => prepared(db, 'openrosa_form_list', (d) => {
     .with(listed)
     .select({
       fingerprint: sql<string | null>`fp.fingerprint`,
+      epoch: formListEpochSql(),
       // `in`, not `exists`: inside an aggregate's argument an exists subquery runs once per form
       // (measured 3× the query's time at 200 forms), an `in` may be hashed once.
       rows: sql<ListedForm[] | null>`case when fp.fingerprint = ${sql.placeholder('known')} then null else

@@ -43,8 +43,8 @@ export function openRosaError(problem: Problem): Response {
   });
 }
 
-/** A 200 OpenRosa XML document with Central's headers. */
-export function openRosaXml(body: string, status = 200): Response {
+/** A 200 OpenRosa XML document with Central's headers (UTF-8 bytes, or a string to encode). */
+export function openRosaXml(body: string | Uint8Array<ArrayBuffer>, status = 200): Response {
   return new Response(body, {
     status,
     headers: { 'Content-Type': 'text/xml; charset=utf-8', 'Cache-Control': 'private, no-cache' },

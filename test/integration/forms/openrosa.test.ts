@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { formDefs, forms } from '../../../drizzle/schema';
 import { OR_RESPONSE, parseXml, XFORMS_LIST, type El } from '../../helpers/collect';
+import { sql } from 'drizzle-orm';
 import { eq, harness, json, type As, type Harness } from '../../helpers/harness';
 
 // ---------------------------------------------------------------------------------------------
@@ -358,6 +359,32 @@ describe('GET P/formList served again (a list is rendered once per content)', ()
     expect(revoke.status, await revoke.clone().text()).toBe(200);
     expect(await formListOf(await formList(h, 'chelsea'))).toEqual([]);
     expect(ids(await formListOf(await formList(h, { key: au.token })))).toEqual(['withAttachments']);
+  });
+
+  test('changes written by another process (plain SQL, none of this server\'s code) are seen by the next poll', async () => {
+    const h = await harness();
+    await seedForms(h);
+    const au = await createAppUser(h);
+    for (const id of ['simple', 'withrepeat', 'withAttachments']) await assign(h, id, au);
+    const list = async () => formListOf(await formList(h, { key: au.token }));
+    const first = await formList(h, { key: au.token });
+    const body = await first.text();
+    // Unchanged: the same document again, byte for byte.
+    expect(await (await formList(h, { key: au.token })).text()).toBe(body);
+    await h.db.execute(sql`update forms set state = 'closed' where xml_form_id = 'withrepeat' and project_id = ${h.projectId}`);
+    expect(ids(await list())).toEqual(['simple', 'withAttachments']);
+    await h.db.execute(sql`delete from assignments where actor_id = ${au.id}
+      and actee_id = (select actee_id from forms where xml_form_id = 'simple' and project_id = ${h.projectId})`);
+    expect(ids(await list())).toEqual(['withAttachments']);
+    await h.db.execute(sql`update forms set state = 'open' where xml_form_id = 'withrepeat' and project_id = ${h.projectId}`);
+    expect(ids(await list())).toEqual(['withAttachments', 'withrepeat']);
+    // Assigned again by another process: listed again.
+    await h.db.execute(sql`insert into assignments (actor_id, role_id, actee_id)
+      select ${au.id}, r.id, f.actee_id from roles r, forms f where r.system = 'app-user' and f.xml_form_id = 'simple' and f.project_id = ${h.projectId}`);
+    expect(ids(await list())).toEqual(['simple', 'withAttachments', 'withrepeat']);
+    // The project deleted: 404.
+    await h.db.execute(sql`update projects set deleted_at = now() where id = ${h.projectId}`);
+    expect((await formList(h, { key: au.token })).status).toBe(404);
   });
 
   test('a definition id that comes to hold other XML (a restored database) is listed with its new hash', async () => {
