@@ -240,14 +240,21 @@ async function processEntity(
     if (truthy(e[action]) && !permitted.includes(action)) throw entityActionNotPermitted({ action, permitted });
   }
   const uuid = normalizeUuid(e.id, 'uuid');
+  // A create only, that this event does not make (a receipt into a Dataset that requires approval,
+  // a review without it): nothing to read or write, so no lock (a round trip each receipt).
+  if (!truthy(e.update) && (!truthy(e.create) || !createsNow(ev, dataset))) return;
   const { lockEntity } = await entitiesModule();
   // Locked before anything is read, even before the entity exists (an offline create and its
-  // updates may be processed at once): holding and requeueing below happen under this lock.
-  await lockEntity(tx, uuid);
+  // updates may be processed at once): holding and requeueing below happen under this lock. The
+  // lock goes out now; a create's statement follows it in the same round trip (queries on one
+  // connection run in the order they are issued, so the statement still runs under the lock).
+  const locked = lockEntity(tx, uuid);
+  locked.catch(() => {}); // awaited below; a failure is not left unhandled meanwhile
   let result: Current | null = null;
   // A create's statement also takes the branch's next held submission out of the backlog.
   let next: BacklogRow | null | undefined;
   if (truthy(e.update)) {
+    await locked;
     try {
       result = await updateFromSubmission(tx, ev, sub, dataset, e, uuid, data, source, false);
     } catch (err) {
@@ -257,15 +264,21 @@ async function processEntity(
     }
   } else if (truthy(e.create)) {
     try {
-      ({ result, next } = await createFromSubmission(tx, ev, sub, dataset, e, uuid, data, source));
+      ({ result, next } = await createFromSubmission(tx, ev, sub, dataset, e, uuid, data, source, locked));
     } catch (err) {
       // A create arriving after a force-processed update made the entity: applied as an update.
       if (!(err instanceof Problem && err.code === 409.3 && (await createdByForce(tx, uuid)))) throw err;
       result = await updateFromSubmission(tx, ev, sub, dataset, e, uuid, data, source, true);
     }
   }
+  await locked;
   if (result != null && ev.force !== true) await requeueNextHeld(tx, ev, sub, result, next);
 }
+
+/** Whether this event makes a create's entity (not a receipt awaiting approval, not a review of a Dataset without approval). Pure. */
+const createsNow = (ev: SubmissionEvent, dataset: DatasetRow) => (dataset.approvalRequired
+  ? ev.reviewState === 'approved'
+  : ev.action !== 'submission.update');
 
 type BacklogRow = typeof entitySubmissionBacklog.$inferSelect;
 
@@ -317,8 +330,9 @@ async function requeueNextHeld(tx: Ctx, ev: SubmissionEvent, sub: SubCtx, applie
 async function createFromSubmission(
   tx: Ctx, ev: SubmissionEvent, sub: SubCtx,
   dataset: DatasetRow, e: SubmissionEntity, uuid: string, data: Record<string, string>, source: SourceRef,
+  locked: Promise<void> = Promise.resolve(),
 ): Promise<{ result: Current | null; next?: BacklogRow | null }> {
-  if ((dataset.approvalRequired && ev.reviewState !== 'approved') || (!dataset.approvalRequired && ev.action === 'submission.update')) return { result: null };
+  if (!createsNow(ev, dataset)) return { result: null };
   // Force-processing an update as a create: Central gives it a label if it has none.
   const label = ev.force === true && (e.label == null || e.label.trim() === '') ? 'auto generated' : e.label;
   if (label == null || label.trim() === '') throw problems.user.missingParameter({ field: 'label' });
@@ -336,7 +350,8 @@ async function createFromSubmission(
   const knownSource = source.known();
   const src = knownSource == null ? await source.row() : null;
   const place = ev.force === true ? null : nextHeldPlace(uuid, branch.branchId, branchBaseVersion);
-  const res = await tx.db.execute(sql`with e as (
+  // The entity lock's answer comes back with this statement's (one round trip).
+  const [, res] = await Promise.all([locked, tx.db.execute(sql`with e as (
       insert into entities (uuid, dataset_id, creator_id, created_at)
       values (${uuid}::text, ${dataset.id}::int, ${creatorId}::int, ${now}::timestamptz)
       on conflict (uuid) do nothing returning *),
@@ -366,7 +381,7 @@ async function createFromSubmission(
       returning *)
     select row_to_json(e) as e, row_to_json(d) as d, (select id from s) as source_id,
       (select row_to_json(b) from b limit 1) as next, (select count(*) from a) as audited
-    from e, d`);
+    from e, d`)]);
   const row = ((Array.isArray(res) ? res : (res as unknown as { rows: unknown[] }).rows) as Array<{ e: unknown; d: unknown; source_id: unknown; next: unknown }>)[0];
   if (!row) {
     // Nothing inserted: the uuid is taken (by a deleted entity, or a live one).
