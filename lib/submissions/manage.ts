@@ -11,6 +11,7 @@ import { canOnFormOrReject, formActee, formJson, getDefOrNotFound, getFormOrNotF
 import { formVerbsSql, liveFormByKey } from '../forms/openrosa';
 import { primeVerbs } from '../authz/can';
 import { keyset, keysetRead } from '../db/keyset';
+import type { Db } from '../db/client';
 import { prepared } from '../db/prepared';
 import { mapBatches } from '../http/json-stream';
 import { Problem, problems } from '../problem';
@@ -46,6 +47,14 @@ async function reviewTarget(ctx: Ctx, projectId: number, xmlFormId: string, inst
   return { ...loaded, subId: row.subId == null ? null : Number(row.subId) };
 }
 
+/** A review's write, prepared (reviewers approve one submission after another): placeholders `id`, `reviewState`, `now` (ISO). */
+const reviewUpdate = (db: Db) => prepared(db, 'review_update', (d) => d
+  .update(submissions)
+  .set({ reviewState: sql`${sql.placeholder('reviewState')}`, updatedAt: sql`${sql.placeholder('now')}::timestamptz` })
+  .where(eq(submissions.id, sql.placeholder('id')))
+  .returning()
+  .prepare('review_update'));
+
 async function load(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, draft: boolean, verb: string) {
   const f = await getFormOrNotFound(ctx, projectId, xmlFormId);
   await canOnFormOrReject(ctx, verb, f);
@@ -71,7 +80,7 @@ export async function setReviewState(ctx: Ctx, projectId: number, xmlFormId: str
     // The update and its audit go out together, in either order (one round trip: neither needs the
     // other's answer; both commit or neither).
     const [[row], auditId] = await Promise.all([
-      tx.db.update(submissions).set({ reviewState, updatedAt: new Date() }).where(eq(submissions.id, sub.id)).returning(),
+      reviewUpdate(tx.db).execute({ id: sub.id, reviewState, now: new Date().toISOString() }),
       audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, reviewState }, notes),
     ]);
     // Approval may create entities: lib/entities' handler runs in this transaction when this
