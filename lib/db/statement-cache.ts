@@ -49,6 +49,14 @@ export function preparingClient<T extends object>(client: T, limit = 2000): T {
           return sqlLike.unsafe(query, params, options);
         };
       }
+      if (prop === 'begin' && typeof (t as { reserve?: unknown }).reserve === 'function') {
+        // A transaction without options: its `begin` goes out with its first statement (pipelinedBegin).
+        return (...args: unknown[]) => {
+          const fn = args[0];
+          if (args.length !== 1 || typeof fn !== 'function') return (value as (...a: unknown[]) => unknown).apply(t, args);
+          return pipelinedBegin(t as unknown as Reservable, (inner) => (fn as (s: object) => unknown)(wrap(inner)));
+        };
+      }
       if (prop === 'begin' || prop === 'savepoint') {
         // The callback (last argument) receives the transaction's own handle: wrap it too.
         return (...args: unknown[]) => {
@@ -62,4 +70,58 @@ export function preparingClient<T extends object>(client: T, limit = 2000): T {
     },
   });
   return wrap(client);
+}
+
+/** The part of a postgres.js `Sql` pipelinedBegin uses: a connection of its own (`reserve`). */
+interface Reservable {
+  reserve(): Promise<ReservedSql>;
+}
+type PgQuery = Promise<unknown> & { execute(): PgQuery };
+interface ReservedSql {
+  unsafe(query: string, params?: unknown[], options?: { prepare?: boolean }): PgQuery;
+  release(): void;
+  savepoint?: (...args: unknown[]) => Promise<unknown>;
+}
+
+/**
+ * A transaction as postgres.js's `begin(fn)` runs it, except that `begin` is not awaited on its
+ * own: it is queued on a reserved connection and goes out with the transaction's first statement,
+ * in one write (queries on one connection run in the order they are issued). A write request
+ * thereby costs one round trip less (an approval: 7 to 6). `fn` gets the connection's handle,
+ * with `savepoint(fn)` / `savepoint(name, fn)` as postgres.js's (nested Drizzle transactions).
+ * Commits when `fn` resolves, rolls back when it throws (then rethrows). A statement that failed
+ * without `fn` noticing (its promise not awaited) makes PostgreSQL answer the COMMIT with ROLLBACK:
+ * that throws, as postgres.js's own `begin` does. The connection goes back to the pool either way.
+ * @returns what `fn` resolved to.
+ */
+async function pipelinedBegin<T>(client: Reservable, fn: (handle: object) => T | Promise<T>): Promise<T> {
+  const conn = await client.reserve();
+  let savepoints = 0;
+  conn.savepoint = async (...args: unknown[]) => {
+    const inner = args[args.length - 1] as (h: object) => unknown;
+    const name = `s${savepoints++}${args.length > 1 ? `_${String(args[0]).replace(/[^a-z0-9_]/gi, '')}` : ''}`;
+    await conn.unsafe(`savepoint ${name}`);
+    try {
+      return await inner(conn);
+    } catch (err) {
+      await conn.unsafe(`rollback to ${name}`);
+      throw err;
+    }
+  };
+  const began = conn.unsafe('begin').execute();
+  began.catch(() => {}); // awaited below; the first statement fails with it anyway
+  let ended = false;
+  try {
+    const result = await fn(conn);
+    await began;
+    ended = true;
+    const done = (await conn.unsafe('commit', [], { prepare: true })) as { command?: string };
+    if (done.command === 'ROLLBACK') throw new Error('transaction rolled back at commit: a statement in it failed');
+    return result;
+  } catch (err) {
+    if (!ended) await conn.unsafe('rollback').catch(() => {});
+    throw err;
+  } finally {
+    conn.release();
+  }
 }
