@@ -13,7 +13,7 @@ import { rawRows } from '../db/raw';
 import { problemFromDbError } from '../db/errors';
 import { problems } from '../problem';
 import { can, rejection } from '../authz/can';
-import { parseSubmission, readSubmission, rootTextOf, rootValuesOf, type SubmissionDocument } from '../xforms/parse-submission';
+import { parseSubmission, readSubmission, rootColumnsOf, rootTextOf, rootValuesOf, type SubmissionDocument } from '../xforms/parse-submission';
 import type { ParsedSubmission } from '../xforms/types';
 import { getSubmissionOrNotFound, submissionJson, type SubmissionJson } from './queries';
 
@@ -58,6 +58,21 @@ function decodeXml(bytes: Uint8Array): string {
   } catch {
     throw problems.user.unparseable({ format: 'submission xml', rawLength: bytes.byteLength });
   }
+}
+
+/**
+ * parseSubmission with the XML's hashes from the native hasher when the runtime has one
+ * (Deps.hashStream): MD5 in JavaScript was several times the native cost per submission.
+ */
+function parseWithHashes(ctx: Ctx, doc: SubmissionDocument, fields: FormDefRow['fields']): ParsedSubmission {
+  const parsed = parseSubmission(doc, fields);
+  if (ctx.hashStream) {
+    const hasher = ctx.hashStream();
+    hasher.update(doc.bytes);
+    const { md5, sha } = hasher.digest();
+    parsed.hash = { md5, sha256: sha };
+  }
+  return parsed;
 }
 
 /** instanceIDs as clients make them (`uuid:…`), bounded so they stay sane in URLs and exports. */
@@ -235,7 +250,7 @@ async function createNew(
   tx: Ctx, form: FormRow, formDef: DefRef, draft: boolean, parsed: ParsedSubmission, xml: string, instanceId: string, client: ClientInfo,
 ): Promise<{ sub: { id: number; instanceId: string }; def: { id: number } } | null> {
   const actorId = tx.auth.actor?.id ?? null;
-  const root = rootValuesOf(parsed.values);
+  const root = rootColumnsOf(parsed.values, formDef.fields);
   const rows = await rawRows<{ id: number; def_id: number }>(tx.db, sql`
     with ids as (select nextval(pg_get_serial_sequence('submission_defs', 'id')) as def_id),
     s as (
@@ -250,7 +265,7 @@ async function createNew(
       overriding system value
       select s.current_def_id, s.id, ${formDef.id}, ${instanceId}, ${xml}, ${parsed.hash.md5}, ${parsed.instanceName}, ${actorId},
         ${client.deviceId}, ${client.userAgent}, true, ${parsed.encryption != null}, ${JSON.stringify(parsed.values)}::jsonb,
-        ${JSON.stringify(root)}::jsonb, ${rootTextOf(parsed.values, formDef.fields, root)}
+        ${root.json}::jsonb, ${root.text}
       from s
       returning id
     ),
@@ -399,12 +414,12 @@ function pumpGroups(q: Queue): void {
 async function storeGroup(batch: Pending[]): Promise<boolean[]> {
   const big = { xml: [] as string[], values: [] as string[], root: [] as string[], text: [] as string[] };
   const rows = batch.map((p, i) => {
-    const root = rootValuesOf(p.parsed.values);
+    const root = rootColumnsOf(p.parsed.values, p.formDef.fields);
     const actorId = p.ctx.auth.actor?.id ?? null;
     big.xml.push(p.xml);
     big.values.push(JSON.stringify(p.parsed.values));
-    big.root.push(JSON.stringify(root));
-    big.text.push(rootTextOf(p.parsed.values, p.formDef.fields, root));
+    big.root.push(root.json);
+    big.text.push(root.text);
     return {
       i, form_id: p.form.id, instance_id: p.instanceId, draft: p.draft, submitter_id: actorId,
       device_id: p.client.deviceId, user_agent: p.client.userAgent, form_def_id: p.formDef.id,
@@ -527,7 +542,7 @@ export async function ingestOpenRosaSubmission(ctx: Ctx, input: OpenRosaSubmissi
   const doc = readSubmission(input.xml);
   // Found and parsed before the transaction: the write transaction stays short.
   const { form, def: formDef, draft } = await openRosaTarget(ctx, input, doc);
-  const parsed = parseSubmission(doc, formDef.fields);
+  const parsed = parseWithHashes(ctx, doc, formDef.fields);
   const instanceId = parsed.instanceId ?? crypto.randomUUID();
   checkIds(instanceId, parsed.deprecatedId);
   // The common case (a new submission, no edit, no entity work) joins the group commit; a
@@ -640,7 +655,7 @@ export async function createSubmission(ctx: Ctx, input: RestSubmission): Promise
   return withJobs(ctx, async (tx) => {
     const { form, def: formDef } = await restTarget(tx, input, doc, 'submission.create');
     if (!input.draft && form.state === 'closed') throw problems.submission.notAcceptingSubmissions();
-    const parsed = parseSubmission(doc, formDef.fields);
+    const parsed = parseWithHashes(ctx, doc, formDef.fields);
     const instanceId = parsed.instanceId ?? crypto.randomUUID();
     checkIds(instanceId, parsed.deprecatedId);
     // Central's message comes from the unique index; the same words whether or not a race got there first.
@@ -674,7 +689,7 @@ export async function updateSubmission(ctx: Ctx, input: Omit<RestSubmission, 'to
     if (draft && f.form.draftDefId == null) throw problems.user.notFound();
     const target = await getSubmissionOrNotFound(tx, f, input.instanceId, draft);
     const { form, def: formDef } = await restTarget(tx, { ...input, draft, token: null }, doc, 'submission.update');
-    const parsed = parseSubmission(doc, formDef.fields);
+    const parsed = parseWithHashes(ctx, doc, formDef.fields);
     if (parsed.deprecatedId == null) throw problems.submission.deprecatedIdRequired();
     const instanceId = parsed.instanceId ?? crypto.randomUUID();
     checkIds(instanceId, parsed.deprecatedId);
