@@ -12,6 +12,7 @@ import { can, canOrReject } from '../authz/can';
 import type { Ctx } from '../context';
 import { datasetActee, getDatasetOrNotFound, publishedProperties } from '../datasets';
 import { entityFilterActorId, entityListHashes, entityListHashFromState, entityVisibleTo } from '../datasets/entity-lists';
+import { copyCsv } from '../exports/copy';
 import { csvLine } from '../exports/rows';
 import { getAttachmentTarget, type AttachmentFile, type AttachmentTarget, type Which } from '../forms/attachments';
 import { draftAttachmentByToken, publishedAttachmentTarget } from '../forms/openrosa';
@@ -147,17 +148,69 @@ export function entityListCsv(ctx: Ctx, datasetId: number, props: string[], filt
 /**
  * A Dataset's entities as Central's entities.csv: `__id,label,<properties>,__createdAt,__creatorId,
  * __creatorName,__updates,__updatedAt,__version`, live entities newest first (only those `where`
- * holds for, a condition over `entities` and `entity_defs`), streamed in pages of 10,000 by keyset.
- * Rights are the caller's. Reads only.
+ * holds for, a condition over `entities` and `entity_defs`). Without `where`, on PostgreSQL outside
+ * a transaction, PostgreSQL writes the whole CSV in one COPY (entitiesCopy); otherwise it is
+ * streamed in pages of 10,000 by keyset. Both write the same bytes. Rights are the caller's. Reads only.
  */
 export function entitiesCsvStream(ctx: Ctx, datasetId: number, props: string[], where?: SQL): ReadableStream<Uint8Array> {
-  const cells = [
-    csvCell(sql`${entities.uuid}`), csvCell(sql`${entityDefs.label}`), ...props.map((p) => csvCell(propSql(p))),
-    isoSql(sql`${entities.createdAt}`), sql`coalesce(${entities.creatorId}::text, '')`, csvCell(sql`coalesce(${actors.displayName}, '')`),
-    sql`(${entityDefs.version} - 1)::text`, sql`coalesce(${isoSql(sql`${entities.updatedAt}`)}, '')`, sql`${entityDefs.version}::text`,
+  const header = ['__id', 'label', ...props, '__createdAt', '__creatorId', '__creatorName', '__updates', '__updatedAt', '__version'];
+  const pages = () => {
+    const cells = [
+      csvCell(sql`${entities.uuid}`), csvCell(sql`${entityDefs.label}`), ...props.map((p) => csvCell(propSql(p))),
+      isoSql(sql`${entities.createdAt}`), sql`coalesce(${entities.creatorId}::text, '')`, csvCell(sql`coalesce(${actors.displayName}, '')`),
+      sql`(${entityDefs.version} - 1)::text`, sql`coalesce(${isoSql(sql`${entities.updatedAt}`)}, '')`, sql`${entityDefs.version}::text`,
+    ];
+    return entityCsvPages(ctx, header, datasetId, sql.join(cells, sql` || ',' || `), where ?? sql`true`, true);
+  };
+  if (where != null) return pages();
+  return lazyStream(async () => {
+    const copied = await entitiesCopy(ctx, datasetId, props, new TextEncoder().encode(csvLine(header)));
+    return copied ? generatorStream(copied) : pages();
+  });
+}
+
+/** A text as an SQL literal (E'…', quotes and backslashes escaped whatever standard_conforming_strings says), for a COPY. Pure. */
+const literal = (s: string) => sql.raw(`E'${s.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`);
+
+/**
+ * entities.csv written by PostgreSQL (`COPY … TO STDOUT` in CSV format, lib/exports/copy.ts): its
+ * quoting is csvLine's, so a value is only made NULL where csvLine would write an empty cell. The
+ * current version is joined laterally so the plan streams the entities in index order from the
+ * first row (no sort of the whole Dataset, which spilled to disk at 100,000). PostgreSQL's CSV
+ * writer costs less than lines built in SQL (a binary COPY of the paged query's line: 7.6–10.5
+ * µs/row of database CPU against 5.3–6.6, interleaved on the bench's 100,000 on a loaded box);
+ * the paged query cost 9.7–12.3. No text is decoded or encoded here.
+ * @returns the CSV bytes after `head`, or null where COPY cannot be used (PGlite, a transaction).
+ */
+async function entitiesCopy(ctx: Ctx, datasetId: number, props: string[], head: Uint8Array): Promise<AsyncGenerator<Uint8Array> | null> {
+  const text = (v: SQL) => sql`nullif(${v}, '')`;
+  const iso = (v: SQL) => sql`to_char(${v} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+  const columns = [
+    text(sql`${entities.uuid}`), text(sql`${entityDefs.label}`), ...props.map((p) => text(sql`${entityDefs.data} ->> ${literal(p)}`)),
+    iso(sql`${entities.createdAt}`), sql`${entities.creatorId}`, text(sql`${actors.displayName}`),
+    sql`${entityDefs.version} - 1`, iso(sql`${entities.updatedAt}`), sql`${entityDefs.version}`,
   ];
-  return entityCsvPages(ctx, ['__id', 'label', ...props, '__createdAt', '__creatorId', '__creatorName', '__updates', '__updatedAt', '__version'],
-    datasetId, sql.join(cells, sql` || ',' || `), where ?? sql`true`, true);
+  return copyCsv(ctx, sql`select ${sql.join(columns, sql`, `)}
+    from ${entities}
+    cross join lateral (select ${entityDefs.label}, ${entityDefs.data}, ${entityDefs.version} from ${entityDefs}
+      where ${entityDefs.entityId} = ${entities.id} and ${entityDefs.current} offset 0) as ${entityDefs}
+    left join ${actors} on ${actors.id} = ${entities.creatorId}
+    where ${entities.datasetId} = ${sql.raw(String(Math.trunc(datasetId)))} and ${entities.deletedAt} is null
+    order by ${entities.createdAt} desc, ${entities.id} desc`, ['jit', 'max_parallel_workers_per_gather'], head);
+}
+
+/** A ReadableStream of a generator's chunks; cancelling it returns the generator (its finally runs). */
+function generatorStream(gen: AsyncGenerator<Uint8Array>): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await gen.next();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    async cancel() {
+      await gen.return(undefined);
+    },
+  });
 }
 
 /**

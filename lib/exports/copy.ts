@@ -7,6 +7,9 @@
  * other export (a `$filter`, passphrases, older versions, split columns, PGlite) takes the general
  * path; both write the same bytes (fact 3, 4 of shared/fixtures/central-outputs/README.md).
  *
+ * copyCsv below is the same machinery for any select of no parameters in CSV format (entities.csv,
+ * lib/entities/entity-lists.ts).
+ *
  * The COPY is in binary format: a row is its one text column (the line, `\n` included) behind a
  * 6-byte frame, with no quoting or escaping to undo, and PostgreSQL skips the per-byte scan a CSV
  * COPY makes of each value. The rows are taken from the driver's stream as it delivers them
@@ -125,19 +128,35 @@ export async function copyRootRows(ctx: Ctx, t: CopyTarget, head?: Uint8Array): 
     where ${s.formId} = ${sql.raw(String(Math.trunc(t.formId)))} and ${s.draft} = ${sql.raw(t.draft ? 'true' : 'false')} and ${s.deletedAt} is null
     order by ${s.createdAt} desc, ${s.id} desc
   ) to stdout with (format binary)`;
-  const text = inlineQuery(ctx.db, query);
-  // On a connection of its own, without JIT: compiling this plan's expressions cost 0.7–0.9 s
-  // before the first row (and more than it saved) on the bench's 100,000 rows.
+  return runCopy(client, inlineQuery(ctx.db, query), ['jit'], new BinaryCopyText(), head);
+}
+
+/** Takes a COPY's bytes apart: each piece of output bytes goes to `take`; `finish` checks the stream's end. */
+interface CopyFrames {
+  feed(chunk: Uint8Array, take: (part: Uint8Array) => void): void;
+  finish(): void;
+}
+
+/** A text or CSV COPY: the stream's bytes are the output as they are. */
+const RAW: CopyFrames = { feed: (chunk, take) => take(chunk), finish: () => {} };
+
+/**
+ * Runs a COPY on a connection of its own (when the driver can reserve one) with the settings named
+ * in `off` turned off for its length (`jit`: compiling the plan's expressions cost 0.7–0.9 s before
+ * the first row, and more than it saved, on 100,000 rows; `max_parallel_workers_per_gather`: a
+ * streamed export gains nothing from workers on a busy box), and hands on its output in chunks.
+ */
+async function runCopy(client: CopyClient, text: string, off: Array<'jit' | 'max_parallel_workers_per_gather'>, frames: CopyFrames, head?: Uint8Array): Promise<AsyncGenerator<Uint8Array>> {
   const conn = client.reserve ? await client.reserve() : null;
   const done = async () => {
     if (!conn) return;
-    await conn.unsafe('reset jit').catch(() => {});
+    for (const name of off) await conn.unsafe(`reset ${name}`).catch(() => {});
     conn.release();
   };
   let stream: CopyStream;
   let copy: CopyQuery;
   try {
-    if (conn) await conn.unsafe('set jit = off').catch(() => {});
+    if (conn) for (const name of off) await conn.unsafe(name === 'jit' ? 'set jit = off' : `set ${name} = 0`).catch(() => {});
     copy = (conn ?? client).unsafe(text);
     copy.catch(() => {}); // a cancelled COPY rejects; its stream carries any error that matters
     stream = await copy.readable();
@@ -145,18 +164,36 @@ export async function copyRootRows(ctx: Ctx, t: CopyTarget, head?: Uint8Array): 
     await done();
     throw err;
   }
-  return copiedLines(stream, copy, done, head);
+  return copiedLines(stream, copy, done, frames, head);
 }
 
 /**
- * The lines of a binary COPY stream in chunks of about CHUNK bytes. The stream is read in flowing
+ * The bytes of `copy (<select>) to stdout with (format csv)`, PostgreSQL's own CSV writer, after
+ * `head` when given; or null when the COPY path cannot be taken (not postgres.js, inside a
+ * transaction, or `select` has parameters: COPY takes none, so every value must be inlined).
+ * PostgreSQL quotes a value, doubling its quotes, when it holds `,` `"` CR or LF, as csvLine in
+ * ./rows.ts does; but it writes an empty string as `""` and NULL as nothing, so a select whose
+ * output must match csvLine gives NULL for ''. Lines end in LF. The settings in `off` are turned
+ * off for the COPY (see runCopy). Side effects: holds a pooled connection of its own until the
+ * generator ends; returned early, it stops the COPY.
+ */
+export async function copyCsv(ctx: Ctx, select: SQL, off: Array<'jit' | 'max_parallel_workers_per_gather'>, head?: Uint8Array): Promise<AsyncGenerator<Uint8Array> | null> {
+  const client = ctx.tx || !ctx.copyToStream ? null : copyClient(ctx.db);
+  if (!client) return null;
+  const dialect = (ctx.db as unknown as { dialect: { sqlToQuery(q: SQL): { sql: string; params: unknown[] } } }).dialect;
+  const { sql: text, params } = dialect.sqlToQuery(sql`copy (${select}) to stdout with (format csv)`);
+  if (params.length > 0) return null;
+  return runCopy(client, text, off, RAW, head);
+}
+
+/**
+ * The output of a COPY stream (taken apart by `frames`) in chunks of about CHUNK bytes. The stream is read in flowing
  * mode, each row a view of the driver's buffers, and paused while a full chunk waits for its
  * reader (postgres.js then pauses the socket: PostgreSQL waits, memory stays at a chunk or two).
  * Returned early (the client went away), it cancels the COPY and reads what is still in flight,
  * so the connection goes back to the pool usable.
  */
-async function* copiedLines(stream: CopyStream, copy: CopyQuery, done: () => Promise<void>, head?: Uint8Array): AsyncGenerator<Uint8Array> {
-  const frames = new BinaryCopyText();
+async function* copiedLines(stream: CopyStream, copy: CopyQuery, done: () => Promise<void>, frames: CopyFrames, head?: Uint8Array): AsyncGenerator<Uint8Array> {
   let parts: Uint8Array[] = [];
   let size = 0;
   let ended = false;
