@@ -110,6 +110,24 @@ describe('streamed lists', () => {
     }
   });
 
+  test('a current version whose instanceID, time, device, user agent and submitter differ from the submission\'s comes out as GET S writes it, extended too; limit and offset keep', async () => {
+    const h = await harness();
+    await seed(h, 4);
+    await h.db.execute(sql`update submission_defs set instance_id = 'c3-v2', created_at = created_at + interval '90 minutes 0.5 seconds',
+      device_id = ${'other "dev"'}, user_agent = null, submitter_id = null where instance_id = 'c3'`);
+    await h.db.execute(sql`update submissions set updated_at = now(), device_id = null where instance_id = 'c3'`);
+    const F = `/v1/projects/${h.projectId}/forms/simple`;
+    for (const headers of [{}, { 'X-Extended-Metadata': 'true' }] as Array<Record<string, string>>) {
+      const list = await json<Array<Record<string, any>>>(await h.get(`${F}/submissions`, { as: 'bob', headers }));
+      expect(list.map((s) => s.instanceId)).toEqual(['c4', 'c3', 'c2', 'one']);
+      expect(list[1]).toEqual(await json(await h.get(`${F}/submissions/c3`, { as: 'bob', headers })));
+      expect(list[1]!.currentVersion).toMatchObject({ instanceId: 'c3-v2', deviceId: 'other "dev"', userAgent: null, submitterId: null });
+      expect(list[1]!.currentVersion.createdAt).not.toBe(list[1]!.createdAt);
+      const page = await json<Array<Record<string, unknown>>>(await h.get(`${F}/submissions?limit=2&offset=1`, { as: 'bob', headers }));
+      expect(page).toEqual(list.slice(1, 3));
+    }
+  });
+
   test('an empty list is [] and a refused one is a Problem before any byte', async () => {
     const h = await harness();
     await seed(h, 1);
