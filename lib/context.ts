@@ -3,6 +3,7 @@ import type { Db } from './db/client';
 import type { BlobStore } from './blobs/store';
 import type { Logger } from './log';
 import type { Mailer } from './mail';
+import type { RawDeflater } from './exports/zip';
 
 /** The authenticated party of a request (an `actors` row, with the fields rights checks need). */
 export interface Actor {
@@ -38,10 +39,11 @@ export interface Deps {
   config: Config;
   log: Logger;
   /**
-   * A native raw-deflate stream (Node: zlib at level 1 on its thread pool), for ZIP exports.
-   * Absent (Workers, tests that build their own deps): ZIP entries are deflated in JavaScript.
+   * A native raw-deflate compressor per ZIP entry (Node: zlib at level 1 on its thread pool; see
+   * RawDeflater in lib/exports/zip.ts). Absent (Workers, tests that build their own deps): ZIP
+   * entries are deflated in JavaScript.
    */
-  deflateRaw?: () => { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> };
+  deflateRaw?: () => RawDeflater;
   /** Native CRC-32 (`crc32(data, previous)`, Node's zlib), for ZIP entries; absent: computed in JavaScript. */
   crc32?: (data: Uint8Array, value: number) => number;
   /**

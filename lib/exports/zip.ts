@@ -4,9 +4,26 @@
  * at most one chunk of input and its deflated output.
  */
 import { Zip, ZipDeflate, type AsyncFlateStreamHandler, type ZipInputFile } from 'fflate';
+import { concatBytes } from '../bytes';
 
-/** A raw-deflate stream pair (Deps.deflateRaw). */
-export type DeflateRawFactory = () => { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> };
+/**
+ * A raw-deflate compressor fed chunk by chunk (Deps.deflateRaw; Node: zlib on its thread pool).
+ * Writes are compressed in the order they are made.
+ */
+export interface RawDeflater {
+  /**
+   * Compresses `data`, which the caller leaves untouched until the promise settles; `final` ends
+   * the deflate stream (`data` may then be empty).
+   * @returns the compressed bytes produced since the last call, in order (maybe none; after the
+   *   final call, all the rest). Rejects when the compressor fails.
+   */
+  write(data: Uint8Array, final: boolean): Promise<Uint8Array[]>;
+  /** Frees the compressor without finishing it (the reader went away). */
+  destroy(): void;
+}
+
+/** Makes one RawDeflater per ZIP entry (Deps.deflateRaw). */
+export type DeflateRawFactory = () => RawDeflater;
 
 const CRC_TABLE = (() => {
   const t = new Int32Array(256);
@@ -18,10 +35,20 @@ const CRC_TABLE = (() => {
   return t;
 })();
 
+/** Input bytes per call to the native compressor: each call is a round trip to its thread. */
+const BATCH = 256 * 1024;
 /**
- * A ZIP entry deflated by a native stream (zlib on Node's thread pool), so deflating overlaps
- * with producing the CSV. fflate's Zip writes the headers and the data descriptor; the CRC-32 and
- * size are counted here as the data goes through.
+ * How far production runs ahead of the reader: compressed bytes waiting for it, and input read
+ * since it last took output (so a slow reader holds back the database reads too).
+ */
+const AHEAD = 1024 * 1024;
+const AHEAD_INPUT = 2 * BATCH;
+
+/**
+ * A ZIP entry deflated by a native compressor off the main thread, so deflating overlaps with
+ * producing the data. fflate's Zip writes the headers and the data descriptor; the CRC-32 and
+ * size are counted here as the data goes through, and the input is gathered into BATCH-sized
+ * calls.
  */
 class NativeDeflateEntry implements ZipInputFile {
   size = 0;
@@ -30,40 +57,50 @@ class NativeDeflateEntry implements ZipInputFile {
   mtime: Date;
   ondata?: AsyncFlateStreamHandler;
   private state = -1;
-  private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
-  private readonly readable: ReadableStream<Uint8Array>;
-  private reading: Promise<void> | null = null;
-  private failed: unknown = null;
+  private readonly deflater: RawDeflater;
+  private parts: Uint8Array[] = [];
+  private gathered = 0;
+  /** Calls in the compressor, oldest first; each hands its output on in order when it settles. */
   private readonly inFlight: Array<Promise<void>> = [];
+  private failed: unknown = null;
 
   constructor(readonly filename: string, mtime: Date, deflate: DeflateRawFactory, private readonly crc32?: (data: Uint8Array, value: number) => number) {
     this.mtime = mtime;
-    const pair = deflate();
-    this.writer = pair.writable.getWriter();
-    this.readable = pair.readable;
+    this.deflater = deflate();
   }
 
-  private drain(): Promise<void> {
-    this.reading ??= (async () => {
-      const reader = this.readable.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        if (value.byteLength === 0) continue;
-        // zlib hands out views of its output chunk (256 kB): a small view queued for the socket
-        // would pin the whole chunk, so a small one is copied out (a 50 kB photo's entry held
-        // five times its size while it waited to be written).
-        const data = value.byteLength * 2 < value.buffer.byteLength ? value.slice() : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-        this.ondata!(null, data as Uint8Array<ArrayBuffer>, false);
-      }
-    })();
-    return this.reading;
+  private emit(chunks: Uint8Array[]): void {
+    for (const value of chunks) {
+      if (value.byteLength === 0) continue;
+      // zlib hands out views of its output chunk (256 kB): a small view queued for the socket
+      // would pin the whole chunk, so a small one is copied out (a 50 kB photo's entry held
+      // five times its size while it waited to be written).
+      const data = value.byteLength * 2 < value.buffer.byteLength ? value.slice() : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+      this.ondata!(null, data as Uint8Array<ArrayBuffer>, false);
+    }
   }
 
-  /** Hands a chunk to the compressor; waits while two are already being compressed. */
-  async push(chunk: Uint8Array): Promise<void> {
+  /** Sends the gathered input to the compressor; waits while two calls are already in it. */
+  private async send(final: boolean): Promise<void> {
+    const data = concatBytes(this.parts, this.gathered);
+    this.parts = [];
+    this.gathered = 0;
+    // At most two calls in the compressor: it works on one while the next is gathered, and
+    // memory stays bounded when it is slower than the data.
+    if (this.inFlight.length >= 2) await this.inFlight.shift();
     if (this.failed) throw this.failed;
-    void this.drain().catch((err: unknown) => { this.failed = err; });
+    const previous = this.inFlight[this.inFlight.length - 1];
+    const call = this.deflater.write(data, final);
+    // Settles in call order, never rejects (the first failure is kept for push and end to throw).
+    this.inFlight.push((async () => {
+      const chunks = await call;
+      if (previous) await previous;
+      if (!this.failed) this.emit(chunks);
+    })().catch((err: unknown) => { this.failed ??= err; }));
+  }
+
+  /** Counts a chunk into the CRC-32 and size, and hands it on once a batch is gathered. */
+  async push(chunk: Uint8Array): Promise<void> {
     if (this.crc32) {
       this.crc = this.crc32(chunk, this.crc);
     } else {
@@ -72,16 +109,15 @@ class NativeDeflateEntry implements ZipInputFile {
       this.state = c;
     }
     this.size += chunk.byteLength;
-    // At most two chunks in the compressor: it works while the next is produced, and memory stays
-    // bounded when it is slower than the CSV.
-    if (this.inFlight.length >= 2) await this.inFlight.shift();
-    this.inFlight.push(this.writer.write(chunk).catch((err: unknown) => { this.failed = err; }));
+    this.parts.push(chunk);
+    this.gathered += chunk.byteLength;
+    if (this.gathered >= BATCH) await this.send(false);
   }
 
+  /** Finishes the deflate stream; its last bytes and the data descriptor go out. */
   async end(): Promise<void> {
-    const drained = this.drain();
-    await this.writer.close();
-    await drained;
+    await this.send(true);
+    while (this.inFlight.length > 0) await this.inFlight.shift();
     if (this.failed) throw this.failed;
     if (!this.crc32) this.crc = ~this.state >>> 0;
     this.ondata!(null, new Uint8Array(0), true);
@@ -89,7 +125,8 @@ class NativeDeflateEntry implements ZipInputFile {
 
   /** Stops the compressor (the reader went away). */
   abort(): void {
-    this.writer.abort().catch(() => {});
+    this.failed ??= new Error('ZIP entry aborted');
+    this.deflater.destroy();
   }
 }
 
@@ -103,77 +140,115 @@ export interface ZipEntry {
 
 /**
  * @param entries the files, in archive order.
- * @param deflate a native raw-deflate stream (Deps.deflateRaw); without it, fflate deflates in JS.
+ * @param deflate a native raw-deflate compressor (Deps.deflateRaw); without it, fflate deflates in JS.
  * @param crc32 a native CRC-32 (Deps.crc32) for those entries; without it, a JavaScript table.
- * @returns the archive as a byte stream; cancelling it stops the entries' iterators (and so the
- *   database reads behind them). Pure apart from the iteration it drives.
+ * @returns the archive as a byte stream. Once first read, the entries are read and compressed
+ *   ahead of the reader (AHEAD, AHEAD_INPUT), so producing, compressing and sending overlap;
+ *   cancelling it (or a failure) stops the entries' iterators (and so the database reads behind
+ *   them). Pure apart from the iteration it drives.
  */
 export function zipStream(entries: AsyncIterable<ZipEntry>, deflate?: DeflateRawFactory, crc32?: (data: Uint8Array, value: number) => number): ReadableStream<Uint8Array> {
   const out: Uint8Array[] = [];
+  let outBytes = 0;
+  /** Input bytes read since the reader last took output. */
+  let inputAhead = 0;
   let finished = false;
   let failure: unknown = null;
+  let cancelled = false;
+  /** Wakes the reader (output, the end or a failure) and the producer (room in `out`, or cancelled). */
+  let wakeReader: (() => void) | null = null;
+  let wakeProducer: (() => void) | null = null;
+  const wake = (which: 'reader' | 'producer') => {
+    const w = which === 'reader' ? wakeReader : wakeProducer;
+    if (which === 'reader') wakeReader = null;
+    else wakeProducer = null;
+    w?.();
+  };
   const zip = new Zip((err, chunk, final) => {
-    if (err) failure = err;
+    if (err) failure ??= err;
     else {
-      if (chunk.byteLength > 0) out.push(chunk);
+      if (chunk.byteLength > 0) {
+        out.push(chunk);
+        outBytes += chunk.byteLength;
+      }
       if (final) finished = true;
     }
+    wake('reader');
   });
   const files = entries[Symbol.asyncIterator]();
-  let current: { file: ZipDeflate | NativeDeflateEntry; data: AsyncIterator<Uint8Array> } | null = null;
-  let ended = false;
+  let file: ZipDeflate | NativeDeflateEntry | null = null;
+  let data: AsyncIterator<Uint8Array> | null = null;
   const mtime = new Date();
+
+  /** Reads every entry into the archive, pausing while it is AHEAD / AHEAD_INPUT ahead of the reader. */
+  async function produce(): Promise<void> {
+    try {
+      for (;;) {
+        const next = await files.next();
+        if (cancelled) return;
+        if (next.done) break;
+        if (deflate) {
+          file = new NativeDeflateEntry(next.value.name, mtime, deflate, crc32);
+        } else {
+          file = new ZipDeflate(next.value.name, { level: next.value.level });
+          file.mtime = mtime;
+        }
+        zip.add(file);
+        data = next.value.data[Symbol.asyncIterator]();
+        for (;;) {
+          while ((outBytes >= AHEAD || inputAhead >= AHEAD_INPUT) && !cancelled) await new Promise<void>((resolve) => { wakeProducer = resolve; });
+          if (cancelled) return;
+          const chunk = await data.next();
+          if (cancelled) return;
+          if (chunk.done) break;
+          inputAhead += chunk.value.byteLength;
+          if (file instanceof NativeDeflateEntry) await file.push(chunk.value);
+          else file.push(chunk.value, false);
+          if (failure) throw failure;
+        }
+        data = null;
+        if (file instanceof NativeDeflateEntry) await file.end();
+        else file.push(new Uint8Array(0), true);
+        file = null;
+      }
+      zip.end();
+    } catch (err) {
+      failure ??= err;
+      await stop();
+    } finally {
+      wake('reader');
+    }
+  }
+
+  /** Ends the compressor and the iterators (the database reads behind them). */
+  async function stop(): Promise<void> {
+    if (file instanceof NativeDeflateEntry) file.abort();
+    file = null;
+    const d = data;
+    data = null;
+    await d?.return?.()?.catch(() => {});
+    await files.return?.()?.catch(() => {});
+  }
+
+  let producing: Promise<void> | null = null;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      while (out.length === 0 && !finished) {
-        if (failure) throw failure;
-        if (current == null) {
-          if (ended) break;
-          const next = await files.next();
-          if (next.done) {
-            ended = true;
-            zip.end();
-            continue;
-          }
-          let file: ZipDeflate | NativeDeflateEntry;
-          if (deflate) {
-            file = new NativeDeflateEntry(next.value.name, mtime, deflate, crc32);
-          } else {
-            file = new ZipDeflate(next.value.name, { level: next.value.level });
-            file.mtime = mtime;
-          }
-          zip.add(file);
-          current = { file, data: next.value.data[Symbol.asyncIterator]() };
-        }
-        const chunk = await current.data.next();
-        if (chunk.done) {
-          if (current.file instanceof NativeDeflateEntry) await current.file.end();
-          else current.file.push(new Uint8Array(0), true);
-          current = null;
-        } else if (current.file instanceof NativeDeflateEntry) {
-          await current.file.push(chunk.value);
-        } else {
-          current.file.push(chunk.value, false);
-        }
-      }
+      producing ??= produce();
+      while (out.length === 0 && !finished && failure == null) await new Promise<void>((resolve) => { wakeReader = resolve; });
       if (failure) throw failure;
       // One enqueue per pull: small deflate outputs joined, fewer writes to the socket.
-      if (out.length === 1) controller.enqueue(out.shift()!);
-      else if (out.length > 1) {
-        const joined = new Uint8Array(out.reduce((n, c) => n + c.byteLength, 0));
-        let at = 0;
-        for (const c of out.splice(0)) {
-          joined.set(c, at);
-          at += c.byteLength;
-        }
-        controller.enqueue(joined);
-      }
-      if (finished) controller.close();
+      const chunks = out.splice(0);
+      outBytes = 0;
+      inputAhead = 0;
+      wake('producer');
+      if (chunks.length === 1) controller.enqueue(chunks[0]!);
+      else if (chunks.length > 1) controller.enqueue(concatBytes(chunks));
+      if (finished && out.length === 0) controller.close();
     },
     async cancel() {
-      if (current?.file instanceof NativeDeflateEntry) current.file.abort();
-      await current?.data.return?.();
-      await files.return?.();
+      cancelled = true;
+      wake('producer');
+      await stop();
     },
   });
 }

@@ -178,12 +178,16 @@ describe('streaming exports', () => {
         }
         const before = counting.selects();
         await expect(reader.cancel()).resolves.toBeUndefined();
+        const cancelled = counting.selects();
         expect((await reader.read()).done).toBe(true);
         await sleep(50);
-        // No further batch was read after the cancel, and far from all of them (6) had been.
-        expect(counting.selects(), kind).toBe(before);
+        // No batch was read after the cancel, and far from all of them (6) had been. The ZIP
+        // reads ahead of its reader (lib/exports/zip.ts AHEAD_INPUT) so that the database, the
+        // compressor and the socket work at once: one more batch may have been under way.
+        expect(counting.selects(), kind).toBe(cancelled);
+        expect(cancelled - before, kind).toBeLessThanOrEqual(kind === 'zip' ? 1 : 0);
         expect(before - planned, kind).toBeGreaterThanOrEqual(0);
-        expect(before - planned, kind).toBeLessThanOrEqual(2);
+        expect(cancelled - planned, kind).toBeLessThanOrEqual(2);
       }
       // Through HTTP too; the transaction is still usable afterwards.
       const res = await h.get(`/v1/projects/${h.projectId}/forms/withrepeat/submissions.csv.zip`, { as: 'bob' });
