@@ -48,6 +48,9 @@ export interface EntityInput {
   dataReceived: Record<string, string>;
 }
 
+/** The keys an entity body may have (checked once per entity of a bulk upload). */
+const ENTITY_KEYS = new Set(['label', 'uuid', 'data']);
+
 /**
  * Reads one entity of an API body (`{ uuid?, label, data? }`), or a PATCH body (`existing`: label
  * optional, no uuid). Values must be strings and properties must exist.
@@ -56,10 +59,9 @@ export interface EntityInput {
  */
 export function readEntityBody(body: unknown, propertyNames: string[], patch: boolean): EntityInput {
   const b = (body ?? {}) as Record<string, unknown>;
-  const allowed = patch ? ['label', 'data'] : ['label', 'uuid', 'data'];
   const keys = Object.keys(b);
-  if (keys.some((k) => !['label', 'uuid', 'data'].includes(k)) || (patch && keys.includes('uuid'))) {
-    throw unexpectedAttributes({ expected: patch ? ['label', 'uuid', 'data'] : allowed, actual: keys });
+  if (keys.some((k) => !ENTITY_KEYS.has(k)) || (patch && keys.includes('uuid'))) {
+    throw unexpectedAttributes({ expected: ['label', 'uuid', 'data'], actual: keys });
   }
   let uuid = '';
   if (!patch) {

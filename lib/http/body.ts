@@ -147,7 +147,9 @@ export async function peekJsonBody(c: Context<AppEnv>): Promise<unknown> {
       throw problems.user.unparseable({ format: 'json', rawLength: text.length });
     }
   }
-  if (hasNul(value)) throw problems.user.invalidDataTypeOfParameter({ value: '\\u0000', expected: 'text without NUL characters' });
+  // JSON text holds a NUL only as the escape \u0000 (a raw one is not JSON): without that text,
+  // no walk of the parsed value (a bulk upload's 10,000 entities).
+  if (text.includes('\\u0000') && hasNul(value)) throw problems.user.invalidDataTypeOfParameter({ value: '\\u0000', expected: 'text without NUL characters' });
   c.set('jsonBody', value);
   return value;
 }
