@@ -32,9 +32,21 @@ import { ROOT_TEXT_SEPARATOR, rootLeafPaths } from '../xforms/parse-submission';
 export { readFeedQuery } from './query';
 
 const BATCH = 500;
+/** Submissions a bounded repeat-table page may read ahead to hash its ETag from them (repeatFeed). */
+const PREFETCH_SUBMISSIONS = 5000;
 /** Submissions rows per query on the root table: a `$top=1000` page in one round trip (+1 to see if more exist). */
 const ROOT_BATCH = 1000;
 const GEO_PARTS = ['latitude', 'longitude', 'altitude', 'accuracy'];
+/** A character JSON.stringify escapes other than ROOT_TEXT_SEPARATOR (U+001F). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001e]/;
+
+/** The number of cells of a root_text (separators + 1). */
+function cellCount(raw: string): number {
+  let n = 1;
+  for (let at = raw.indexOf(ROOT_TEXT_SEPARATOR); at !== -1; at = raw.indexOf(ROOT_TEXT_SEPARATOR, at + 1)) n += 1;
+  return n;
+}
+
 /** ROOT_TEXT_SEPARATOR as JSON.stringify writes it. */
 const ESCAPED_SEPARATOR = JSON.stringify(ROOT_TEXT_SEPARATOR).slice(1, -1);
 
@@ -203,10 +215,10 @@ const encoder = new TextEncoder();
  */
 export async function envelope(
   context: string,
-  rows: AsyncGenerator<{ [k: string]: Json } | string>,
+  rows: AsyncGenerator<{ [k: string]: Json } | string | Uint8Array>,
   trailer: () => { nextLink: string | null; count: number | null },
 ): Promise<ReadableStream<Uint8Array>> {
-  let firstRead: IteratorResult<{ [k: string]: Json } | string> | null = await rows.next();
+  let firstRead: IteratorResult<{ [k: string]: Json } | string | Uint8Array> | null = await rows.next();
   let started = false;
   let first = true;
   let done = false;
@@ -215,8 +227,11 @@ export async function envelope(
       if (done) return;
       let text = started ? '' : '{"value":[';
       started = true;
+      // Rows given as UTF-8 go out as they are, between the encoded texts around them.
+      const parts: Uint8Array[] = [];
+      let size = 0;
       // Up to ~64 kB per chunk: fewer, larger writes.
-      while (text.length < 65_536) {
+      while (text.length + size < 65_536) {
         const next = firstRead ?? await rows.next();
         firstRead = null;
         if (next.done) {
@@ -228,11 +243,35 @@ export async function envelope(
           done = true;
           break;
         }
-        // A row is an object, or already its JSON text (RootJsonWriter).
-        text += (first ? '' : ',') + (typeof next.value === 'string' ? next.value : JSON.stringify(next.value));
+        // A row is an object, or already its JSON text or UTF-8 bytes (RootJsonWriter).
+        if (!first) text += ',';
         first = false;
+        const v = next.value;
+        if (v instanceof Uint8Array) {
+          if (text !== '') {
+            const t = encoder.encode(text);
+            parts.push(t);
+            size += t.byteLength;
+            text = '';
+          }
+          parts.push(v);
+          size += v.byteLength;
+        } else {
+          text += typeof v === 'string' ? v : JSON.stringify(v);
+        }
       }
-      controller.enqueue(encoder.encode(text));
+      if (parts.length === 0) {
+        controller.enqueue(encoder.encode(text));
+      } else {
+        if (text !== '') parts.push(encoder.encode(text));
+        const chunk = new Uint8Array(parts.reduce((n, x) => n + x.byteLength, 0));
+        let at = 0;
+        for (const x of parts) {
+          chunk.set(x, at);
+          at += x.byteLength;
+        }
+        controller.enqueue(chunk);
+      }
       if (done) controller.close();
     },
     async cancel() {
@@ -469,9 +508,12 @@ async function rootFeed(
     etag = await selectionEtag(ctx, feed, whereSql, orderBy, q.top == null ? null : q.top + 1, q.skip, `count:${count}`);
   }
   if (etagMatches(input.ifNoneMatch, etag)) return { etag, body: null };
-  const pageRow = (r: SubmissionDataRow, source: LeafSource | null | undefined): { [k: string]: Json } | string => {
+  const pageRow = (r: SubmissionDataRow, source: LeafSource | null | undefined): { [k: string]: Json } | string | Uint8Array => {
     const meta = metaOf(r);
-    if (writer) return writer.row(meta, r.encrypted ? null : source ?? { text: () => undefined, escaped: false });
+    if (writer) {
+      const bytes = !r.encrypted && source?.raw !== undefined ? writer.rowBytes(meta, source.raw) : null;
+      return bytes ?? writer.row(meta, r.encrypted ? null : source ?? { text: () => undefined, escaped: false });
+    }
     let values: SubmissionValue[] | Record<string, string> | null = r.encrypted ? null : r.values;
     if (!r.encrypted && source && rootsOfPage) values = Object.fromEntries(rootsOfPage.paths.map((p, i) => [p, source.text(i) ?? '']));
     return shape(builder.rootRow(meta, values));
@@ -549,7 +591,9 @@ function rootTextReader(ctx: Ctx, feed: Feed, order?: string[], escape = false):
       if (k === undefined) return null;
       slots[i] = k;
     }
-    return { slots, width: Math.max(1, paths.length) };
+    // The wanted leaves are this definition's, in its order: a row's cells are the values as they are.
+    const identity = paths.length === wanted.length && slots.every((k, i) => k === i);
+    return { slots, width: Math.max(1, paths.length), identity };
   };
   const layouts = new Map<number, ReturnType<typeof slotsOf>>([[feed.defId, slotsOf(feed.rootPaths)]]);
   const read = async (page: SubmissionDataRow[]) => {
@@ -566,6 +610,12 @@ function rootTextReader(ctx: Ctx, feed: Feed, order?: string[], escape = false):
       if (r.encrypted) continue;
       const layout = layouts.get(r.formDefId);
       const raw = r.cells ?? '';
+      if (escape && layout?.identity && !NEEDS_ESCAPE.test(raw) && raw.isWellFormed() && cellCount(raw) === layout.width) {
+        // Copied to JSON bytes as it is (RootJsonWriter.rowBytes); split only if asked leaf by leaf.
+        let split: string[] | null = null;
+        out[k] = { text: (i) => (split ??= raw.split(ROOT_TEXT_SEPARATOR))[i], escaped: false, raw };
+        continue;
+      }
       const escaped = escape && !raw.includes('\\');
       const cells = !layout ? null : escaped ? JSON.stringify(raw).slice(1, -1).split(ESCAPED_SEPARATOR) : raw.split(ROOT_TEXT_SEPARATOR);
       if (!layout || !cells || cells.length !== layout.width) {
@@ -675,10 +725,12 @@ async function repeatFeed(
     }
     one = { row: r, parent };
   }
-  // The ETag of the submissions the rows come from; none for a table's `$top=0&$count=true`, as
-  // Central (whose answer to that streams).
-  const etag = collection && q.top === 0 ? null : await selectionEtag(ctx, feed, whereSql, [], null, 0, table.name);
-  if (etag != null && etagMatches(input.ifNoneMatch, etag)) return { etag, body: null };
+  // A bounded page of the table in the default order (`$top`, no `$orderby`, no `$count`): its
+  // rows are read before answering and its ETag hashed from the submissions read for it (as a
+  // Submissions page's: pageEtag), not from every submission of the form (`$top=1` of a repeat
+  // table at 100,000 submissions cost PostgreSQL ~1 s). `visited` holds those submissions.
+  const prefetch = collection && q.top != null && q.top > 0 && q.orderby.length === 0 && !q.count;
+  let visited: SubmissionDataRow[] | null = prefetch ? [] : null;
 
   /** Every matching row, in submission order then document order. */
   async function* all(): AsyncGenerator<{ row: { [k: string]: Json }; meta: SubmissionDataRow }> {
@@ -688,6 +740,7 @@ async function repeatFeed(
         where: after ? and(whereSql, sql`(${submissions.createdAt}, ${submissions.id}) < (${after.createdAt}::timestamptz, ${after.id})`)! : whereSql,
         orderBy: [desc(submissions.createdAt), desc(submissions.id)], limit: BATCH,
       });
+      if (visited) for (const r of page) visited.push(r);
       for (const r of page) {
         if (one && one.parent == null) continue;
         for (const row of builder.tableRows(table, r.instanceId, r.values, one?.parent ?? undefined)) {
@@ -741,6 +794,33 @@ async function repeatFeed(
     if (!found) throw new Problem(400.34, 'Record associated with the provided $skiptoken not found.');
   }
   const wanted = q.top ?? Infinity;
+  // The bounded page read ahead (one row more than it shows: whether a next page exists), while
+  // it takes at most PREFETCH_SUBMISSIONS submissions; past that, the ETag of the whole selection.
+  let etag: string | null = null;
+  if (visited) {
+    const ahead: Array<{ row: { [k: string]: Json }; meta: SubmissionDataRow }> = [];
+    let ended = false;
+    while (ahead.length < q.skip + wanted + 1 && visited.length <= PREFETCH_SUBMISSIONS) {
+      const x = await source.next();
+      if (x.done) {
+        ended = true;
+        break;
+      }
+      ahead.push(x.value);
+    }
+    if (ended || ahead.length === q.skip + wanted + 1) {
+      // The page is a function of the submissions read for it (a new one comes first in this order,
+      // so it is among them); the skiptoken and paging are in the URL, the table in `extra`.
+      etag = pageEtag(feed, visited, `${table.name}|repeat`);
+    }
+    visited = null;
+    const rest = source;
+    source = (async function* () { yield* ahead; yield* rest; })();
+  }
+  // The ETag of the submissions the rows come from; none for a table's `$top=0&$count=true`, as
+  // Central (whose answer to that streams).
+  if (etag == null && !(collection && q.top === 0)) etag = await selectionEtag(ctx, feed, whereSql, [], null, 0, table.name);
+  if (etag != null && etagMatches(input.ifNoneMatch, etag)) return { etag, body: null };
   let skipped = 0;
   let sent = 0;
   let total = 0;

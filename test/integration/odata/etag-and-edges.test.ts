@@ -82,6 +82,36 @@ describe('ETag', () => {
     expect(after[1]).not.toBe(before[1]);
   });
 
+  test("a repeat table's bounded page: rows as the whole table's, ETag from the submissions read for it, 304, changed by a new or edited submission", async () => {
+    const h = await withrepeat();
+    const F = svc(h, 'withrepeat');
+    const whole = JSON.parse((await etagOf(h, `${F}/Submissions.children.child`)).text) as { value: Array<Record<string, unknown>> };
+    expect(whole.value.length).toBeGreaterThan(2);
+    const first = await etagOf(h, `${F}/Submissions.children.child?$top=1`);
+    const page = JSON.parse(first.text) as { value: Array<Record<string, unknown>>; '@odata.nextLink'?: string };
+    expect(page.value).toEqual(whole.value.slice(0, 1));
+    expect(page['@odata.nextLink']).toContain('%24skiptoken=');
+    expect(first.etag).toMatch(/^W\/"eventhash:/);
+    // The next page through its nextLink: the table's second row.
+    const second = JSON.parse((await etagOf(h, page['@odata.nextLink']!.replace(/^https?:\/\/[^/]+/, ''))).text) as { value: Array<Record<string, unknown>> };
+    expect(second.value).toEqual(whole.value.slice(1, 2));
+    expect((await h.get(`${F}/Submissions.children.child?$top=1`, { as: 'bob', headers: { 'If-None-Match': first.etag! } })).status).toBe(304);
+    // A page that reads every row (more asked than there are): no nextLink, and its ETag too.
+    const all = await etagOf(h, `${F}/Submissions.children.child?$top=100`);
+    expect((JSON.parse(all.text) as { value: unknown[] }).value).toEqual(whole.value);
+    expect(all.text).not.toContain('nextLink');
+    // A review of the submission the page comes from changes the ETag.
+    expect((await h.patch(`/v1/projects/${h.projectId}/forms/withrepeat/submissions/rthree`, { as: 'bob', body: { reviewState: 'hasIssues' } })).status).toBe(200);
+    const reviewed = await etagOf(h, `${F}/Submissions.children.child?$top=1`);
+    expect(reviewed.etag).not.toBe(first.etag);
+    // A new submission comes first in the feed's order: the page and its ETag change.
+    await submit(h, 'withrepeat', fixture('submissions/withrepeat.three.xml').replaceAll('rthree', 'rfour'));
+    const grown = await etagOf(h, `${F}/Submissions.children.child?$top=1`);
+    expect(grown.etag).not.toBe(reviewed.etag);
+    expect((JSON.parse(grown.text) as { value: Array<Record<string, unknown>> }).value[0]!['__Submissions-id']).toBe('rfour');
+    expect((await etagOf(h, `${F}/Submissions.children.child?$top=100`)).etag).not.toBe(all.etag);
+  });
+
   test('$top=0: a body ETag (not an eventhash) on Submissions, with and without $count', async () => {
     const h = await withrepeat();
     const F = svc(h, 'withrepeat');
