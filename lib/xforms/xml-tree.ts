@@ -136,111 +136,12 @@ export interface TreeOptions {
   closeByLocalName?: boolean;
 }
 
-// ─────────────────────────────────────────────────────────────────────────────
-// Fast path for plain documents.
-
-/** An ASCII XML name with at most one colon: what real forms and submissions use. */
-const FAST_NAME = /[A-Za-z_][A-Za-z0-9._-]*(?::[A-Za-z_][A-Za-z0-9._-]*)?/y;
-/** One attribute after whitespace, its value free of `<`, `&` and the characters XML normalises. */
-const FAST_ATTR = /[ \t\n]+([A-Za-z_][A-Za-z0-9._-]*(?::[A-Za-z_][A-Za-z0-9._-]*)?)[ \t\n]*=[ \t\n]*(?:"([^"<&\t\n]*)"|'([^'<&\t\n]*)')/y;
-const FAST_TAG_END = /[ \t\n]*(\/?)>/y;
-const FAST_END_TAG = /<\/([A-Za-z_][A-Za-z0-9._-]*(?::[A-Za-z_][A-Za-z0-9._-]*)?)[ \t\n]*>/y;
-const FAST_DECL = /<\?xml[ \t\n]+version[ \t\n]*=[ \t\n]*(["'])1\.0\1(?:[ \t\n]+encoding[ \t\n]*=[ \t\n]*(["'])[A-Za-z][A-Za-z0-9._-]*\2)?(?:[ \t\n]+standalone[ \t\n]*=[ \t\n]*(["'])(?:yes|no)\3)?[ \t\n]*\?>/y;
-/**
- * What the fast path leaves to saxes: characters XML 1.0 forbids or rewrites (controls, CR, which
- * becomes LF; surrogates, U+FFFE/U+FFFF), `]]>` in text, and character references.
- */
-const FAST_UNSAFE = /[\u0000-\u0008\u000b-\u001f\ud800-\udfff\ufffe\uffff]|\]\]>|&#/;
-const FAST_ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&apos;': "'" };
-const FAST_ENTITY = /&(?:amp|lt|gt|quot|apos);/g;
-const isSpace = (c: number) => c === 32 || c === 9 || c === 10;
-
-/**
- * The tree parseTree builds, for the plain documents clients send (an optional XML declaration,
- * elements with ASCII names and simple attributes, text with the five predefined entities), in one
- * indexOf-driven pass instead of saxes' character-by-character state machine, about half of a
- * submission's parse. Anything else (comments, CDATA, processing instructions, a DOCTYPE, character
- * references, non-ASCII names, CR, forbidden characters, any error) returns null and the caller
- * parses with saxes, so errors and unusual input are read exactly as before.
- * @param text XML with bare ampersands already escaped (escapeBareAmpersands).
- * @returns the same tree saxesTree returns for it, or null when saxes must read it. Never throws. Pure.
- */
-export function fastTree(text: string, options: TreeOptions = {}): El | null {
-  if (FAST_UNSAFE.test(text)) return null;
-  let i = 0;
-  if (text.startsWith('<?', 0)) {
-    FAST_DECL.lastIndex = 0;
-    if (!FAST_DECL.test(text)) return null;
-    i = FAST_DECL.lastIndex;
-  }
-  while (i < text.length && isSpace(text.charCodeAt(i))) i += 1;
-  if (text.charCodeAt(i) !== 60) return null;
-  const stack: El[] = [];
-  let root: El | undefined;
-  for (;;) {
-    // At a `<`: an end tag or a start tag (anything else falls back).
-    if (text.charCodeAt(i + 1) === 47) {
-      FAST_END_TAG.lastIndex = i;
-      const m = FAST_END_TAG.exec(text);
-      const top = stack.pop();
-      if (!m || !top) return null;
-      if (top.name !== m[1] && !(options.closeByLocalName && top.local === localName(m[1]!))) return null;
-      if (stack.length === 0) return root!;
-      i = FAST_END_TAG.lastIndex;
-    } else {
-      FAST_NAME.lastIndex = i + 1;
-      const m = FAST_NAME.exec(text);
-      if (!m) return null;
-      const name = m[0];
-      const attrs = Object.create(null) as Record<string, string>;
-      let j = FAST_NAME.lastIndex;
-      for (;;) {
-        FAST_ATTR.lastIndex = j;
-        const a = FAST_ATTR.exec(text);
-        if (!a) break;
-        if (attrs[a[1]!] !== undefined) return null;
-        attrs[a[1]!] = a[2] ?? a[3]!;
-        j = FAST_ATTR.lastIndex;
-      }
-      FAST_TAG_END.lastIndex = j;
-      const end = FAST_TAG_END.exec(text);
-      if (!end || stack.length >= MAX_XML_DEPTH) return null;
-      const el: El = { name, local: localName(name), attrs, children: [], text: '' };
-      const parent = stack[stack.length - 1];
-      if (parent) parent.children.push(el);
-      else root = el;
-      if (end[1] === '/') {
-        if (!parent) return el;
-      } else {
-        stack.push(el);
-      }
-      i = FAST_TAG_END.lastIndex;
-    }
-    // Text up to the next tag: the innermost open element's.
-    const lt = text.indexOf('<', i);
-    if (lt < 0) return null;
-    if (lt > i) {
-      const t = text.slice(i, lt);
-      stack[stack.length - 1]!.text += t.includes('&') ? t.replace(FAST_ENTITY, (e) => FAST_ENTITIES[e]!) : t;
-    }
-    i = lt;
-  }
-}
-
 /**
  * Parses XML text (bare ampersands already escaped) into an element tree.
  * @throws XmlFailure with the reason, the offset, and whether any element had been seen; also for a
  *   DOCTYPE (never read, so no entity is defined or expanded) and nesting deeper than MAX_XML_DEPTH.
  */
 export function parseTree(text: string, options: TreeOptions = {}): El {
-  return fastTree(text, options) ?? saxesTree(text, options);
-}
-
-/**
- * parseTree through saxes alone (every document, and the only reader of those fastTree leaves).
- * @throws XmlFailure as parseTree.
- */
-export function saxesTree(text: string, options: TreeOptions = {}): El {
   const parser = new SaxesParser({ xmlns: false, position: true });
   if (options.closeByLocalName) {
     // saxes (pinned ^6) matches an end tag by its qualified name in closeTag(), reading the open
