@@ -40,6 +40,9 @@ const GEO_PARTS = ['latitude', 'longitude', 'altitude', 'accuracy'];
 /** A character JSON.stringify escapes other than ROOT_TEXT_SEPARATOR (U+001F). */
 const NEEDS_ESCAPE = /["\\\u0000-\u001e]/;
 
+/** Whether a string holds no lone surrogate (String.prototype.isWellFormed, ES2024; TextEncoder would replace one, JSON.stringify escapes it). */
+const wellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+
 /** The number of cells of a root_text (separators + 1). */
 function cellCount(raw: string): number {
   let n = 1;
@@ -485,7 +488,7 @@ async function rootFeed(
   }
   // Rows of a form without repeats, whole (no `$select`), are written as JSON text directly.
   const writer = rootOnly && !selected ? new RootJsonWriter(feed.model, { wkt: q.wkt }) : null;
-  const rootsOfPage = rootOnly ? rootTextReader(ctx, feed, writer?.leafPaths, writer != null) : null;
+  const rootsOfPage = rootOnly ? rootTextReader(ctx, feed, writer?.leafPaths, writer != null, writer?.writesBytes ?? false) : null;
   const wanted = q.top ?? Infinity;
   /** One batch of the page: `limit` rows from `after` (keyset) or `offset`, with their leaf texts. */
   type Batch = { page: SubmissionDataRow[]; texts: Array<LeafSource | null> | null };
@@ -578,9 +581,11 @@ function pageEtag(feed: Feed, page: SubmissionDataRow[], extra: string): string 
  * @param order the feed's leaf paths in the order the texts are asked for (default: leavesOf's).
  * @param escape give a row's texts JSON-escaped (one JSON.stringify of its root_text, split), when
  *   that is exact: a text holding no backslash, whose escaped separators are then the only `\u001f`.
+ * @param copy give a row's root_text itself (LeafSource.raw) when its cells are the wanted leaves in
+ *   order and it needs no JSON escaping (RootJsonWriter.rowBytes).
  * @returns the reader (called on each page; caches definitions for the request; `paths`: the order).
  */
-function rootTextReader(ctx: Ctx, feed: Feed, order?: string[], escape = false): ((page: SubmissionDataRow[]) => Promise<Array<LeafSource | null>>) & { paths: string[] } {
+function rootTextReader(ctx: Ctx, feed: Feed, order?: string[], escape = false, copy = false): ((page: SubmissionDataRow[]) => Promise<Array<LeafSource | null>>) & { paths: string[] } {
   const wanted = order ?? [...leavesOf(feed.model.tables[0]!.children).values()].map((n) => n.path);
   // Per definition: where each wanted leaf sits in its root_text, when it holds every one, else null.
   const slotsOf = (paths: string[]) => {
@@ -610,7 +615,7 @@ function rootTextReader(ctx: Ctx, feed: Feed, order?: string[], escape = false):
       if (r.encrypted) continue;
       const layout = layouts.get(r.formDefId);
       const raw = r.cells ?? '';
-      if (escape && layout?.identity && !NEEDS_ESCAPE.test(raw) && raw.isWellFormed() && cellCount(raw) === layout.width) {
+      if (copy && layout?.identity && !NEEDS_ESCAPE.test(raw) && wellFormed(raw) && cellCount(raw) === layout.width) {
         // Copied to JSON bytes as it is (RootJsonWriter.rowBytes); split only if asked leaf by leaf.
         let split: string[] | null = null;
         out[k] = { text: (i) => (split ??= raw.split(ROOT_TEXT_SEPARATOR))[i], escaped: false, raw };

@@ -55,6 +55,28 @@ describe('RootJsonWriter', () => {
     }
   });
 
+  test('rowBytes: the UTF-8 of row() from a root_text, for string leaves in groups, empty and non-ASCII values; null when it does not apply', () => {
+    const strings = buildModel('strings', [
+      f('/a', 'string'), f('/g', 'structure'), f('/g/b', 'select1'), f('/g/inner', 'structure'), f('/g/inner/c', 'string'),
+      f('/g/empty', 'structure'), f('/d', 'string'), f('/tail', 'structure'),
+    ]);
+    const builder = new RowBuilder(strings, { wkt: false, expand: null });
+    const writer = new RootJsonWriter(strings, { wkt: false });
+    const utf8 = new TextEncoder();
+    // root_text: the leaves' texts in order, joined by U+001F (ROOT_TEXT_SEPARATOR).
+    for (const cells of [['x', 'a b', '12', 'end'], ['', '', '', ''], ['Ünïcode ✓ 😀 \u2028', '', 'z', ''], ['', 'only', '', '<t>&']]) {
+      const v = Object.fromEntries(writer.leafPaths.map((p, i) => [p, cells[i]!]));
+      const want = utf8.encode(JSON.stringify(builder.rootRow(meta, v)));
+      expect(writer.rowBytes(meta, cells.join('\u001f'))).toEqual(want);
+    }
+    // Fewer or more cells than leaves.
+    expect(writer.rowBytes(meta, ['x', 'y', 'z'].join('\u001f'))).toBeNull();
+    expect(writer.rowBytes(meta, ['x', 'y', 'z', 'w', 'v'].join('\u001f'))).toBeNull();
+    expect(writer.rowBytes(meta, '')).toBeNull();
+    // A converted leaf (the mixed model's int, dateTime…): row() only.
+    expect(new RootJsonWriter(model, { wkt: false }).rowBytes(meta, '')).toBeNull();
+  });
+
   test('refuses a model with repeats', () => {
     expect(() => new RootJsonWriter(buildModel('r', [f('/r', 'repeat'), f('/r/x', 'string')]), { wkt: false })).toThrow();
   });
