@@ -58,4 +58,23 @@ describe('Submissions rows from root_text', () => {
     const second = await feed<Record<string, unknown>>(h, `${next.pathname}${next.search}`);
     expect(second.value).toEqual([{ __id: 'two', age: 30 }]);
   });
+
+  test('a form of string fields only (rows copied from root_text as bytes): values with quotes, backslashes, non-ASCII and empty ones; rows equal Submissions(\'id\')', async () => {
+    const h = await harness();
+    const strings = form('1', false).replace('id="versioned"', 'id="strings"');
+    await publishForm(h, strings);
+    const S = `/v1/projects/${h.projectId}/forms/strings`;
+    const texts: Array<[string, string]> = [['plain', 'n'], ['Ünïcode ✓ 😀', ''], ['x "quoted" \\ back', 'tab\tafter'], ['', '']];
+    for (const [i, [name, note]] of texts.entries()) {
+      const xml = `<data id="strings" version="1"><meta><instanceID>s${i}</instanceID></meta><name>${name.replace('&', '&amp;')}</name><note>${note}</note></data>`;
+      const res = await h.post(`${S}/submissions`, { as: 'bob', body: xml, headers: { 'Content-Type': 'text/xml' } });
+      expect(res.status, await res.clone().text()).toBe(200);
+    }
+    const page = await feed<Record<string, unknown>>(h, `${S}.svc/Submissions`);
+    expect(page.value.map(({ __id, name, note }) => ({ __id, name, note }))).toEqual(texts.map(([name, note], i) => ({ __id: `s${i}`, name: name === '' ? null : name, note: note === '' ? null : note })).reverse());
+    for (const row of page.value) {
+      const alone = await feed<Record<string, unknown>>(h, `${S}.svc/Submissions('${String(row.__id)}')`);
+      expect(alone.value).toEqual([row]);
+    }
+  });
 });
