@@ -353,7 +353,10 @@ export async function bulkSetDeleted(ctx: Ctx, projectId: number, name: string, 
       .where(and(eq(entities.datasetId, d.dataset.id), inArray(entities.uuid, (ids as string[]).map((x) => x.toLowerCase())),
         restore ? isNotNull(entities.deletedAt) : isNull(entities.deletedAt)))
       .returning({ uuid: entities.uuid });
-    const uuids = rows.map((r) => r.uuid);
+    // In the order the request named them (RETURNING's order follows the plan; Central's tests
+    // read the audit's list in request order).
+    const asked = new Map((ids as string[]).map((x, i) => [x.toLowerCase(), i] as const));
+    const uuids = rows.map((r) => r.uuid).sort((a, b) => (asked.get(a) ?? 0) - (asked.get(b) ?? 0));
     if (uuids.length === 1) await audit(tx, tx, restore ? 'entity.restore' : 'entity.delete', d.dataset.acteeId, { entity: { uuid: uuids[0] } });
     else if (uuids.length > 1) await audit(tx, tx, restore ? 'entity.bulk.restore' : 'entity.bulk.delete', d.dataset.acteeId, { entityUuids: uuids });
     return { count: uuids.length };

@@ -106,6 +106,23 @@ describe('GET E/audits', () => {
   });
 });
 
+describe('bulk delete and restore audits', () => {
+  test('entity.bulk.delete and entity.bulk.restore list the uuids in the order the request named them', async () => {
+    const h = await harness();
+    await publish(h, 'simpleEntity');
+    const ids = ['12345678-1234-4123-8234-123456789ccc', '12345678-1234-4123-8234-123456789aaa', '12345678-1234-4123-8234-123456789bbb'];
+    // Created in another order than the request's, so neither heap nor index order is the request's.
+    for (const uuid of [ids[1]!, ids[2]!, ids[0]!]) expect((await h.post(`${D(h)}/entities`, { as: 'alice', body: { uuid, label: uuid } })).status).toBe(200);
+    const named = [ids[0]!.toUpperCase(), ids[1]!, ids[2]!];
+    for (const [path, action] of [['bulk-delete', 'entity.bulk.delete'], ['bulk-restore', 'entity.bulk.restore']] as const) {
+      const res = await h.post(`${D(h)}/entities/${path}`, { as: 'alice', body: { ids: named } });
+      expect(await json(res)).toEqual({ count: 3 });
+      const [log] = await json<Json[]>(await h.get(`/v1/audits?action=${action}`, { as: 'alice' }));
+      expect(log.details.entityUuids).toEqual(ids);
+    }
+  });
+});
+
 describe('entity paths, creators, limits', () => {
   test('a uuid: prefix is ignored; a malformed uuid answers 400.11 (after the Dataset is found)', async () => {
     const h = await harness();
