@@ -9,6 +9,7 @@
 import { and, eq, isNotNull, sql, type SQL } from 'drizzle-orm';
 import { actors, datasets, entities, entityDefs } from '../../drizzle/schema';
 import { can, canOrReject } from '../authz/can';
+import { pullStream } from '../bytes';
 import type { Ctx } from '../context';
 import { datasetActee, getDatasetOrNotFound, publishedProperties } from '../datasets';
 import { entityFilterActorId, entityListHashes, entityListHashFromState, entityVisibleTo } from '../datasets/entity-lists';
@@ -165,7 +166,7 @@ export function entitiesCsvStream(ctx: Ctx, datasetId: number, props: string[], 
   if (where != null) return pages();
   return lazyStream(async () => {
     const copied = await entitiesCopy(ctx, datasetId, props, new TextEncoder().encode(csvLine(header)));
-    return copied ? generatorStream(copied) : pages();
+    return copied ? pullStream(copied) : pages();
   });
 }
 
@@ -197,20 +198,6 @@ async function entitiesCopy(ctx: Ctx, datasetId: number, props: string[], head: 
     left join ${actors} on ${actors.id} = ${entities.creatorId}
     where ${entities.datasetId} = ${sql.raw(String(Math.trunc(datasetId)))} and ${entities.deletedAt} is null
     order by ${entities.createdAt} desc, ${entities.id} desc`, ['jit', 'max_parallel_workers_per_gather'], head);
-}
-
-/** A ReadableStream of a generator's chunks; cancelling it returns the generator (its finally runs). */
-function generatorStream(gen: AsyncGenerator<Uint8Array>): ReadableStream<Uint8Array> {
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const { done, value } = await gen.next();
-      if (done) controller.close();
-      else controller.enqueue(value);
-    },
-    async cancel() {
-      await gen.return(undefined);
-    },
-  });
 }
 
 /**

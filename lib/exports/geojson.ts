@@ -12,6 +12,7 @@
  */
 import { and, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import { formDefs, submissionDefs, submissions } from '../../drizzle/schema';
+import { pullStream } from '../bytes';
 import type { Ctx } from '../context';
 import { canOnFormOrReject, getFormOrNotFound } from '../forms/queries';
 import { Problem, problems } from '../problem';
@@ -171,23 +172,6 @@ export async function submissionsGeoJson(
     yield encoder.encode(`${text}]}`);
   }
   return primed(pullStream(chunks()));
-}
-
-/** An async generator as a byte stream pulled on demand (cancel stops the generator). */
-function pullStream(chunks: AsyncGenerator<Uint8Array>): ReadableStream<Uint8Array> {
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      // A pull that enqueues nothing would leave the reader waiting: skip empty chunks here.
-      for (;;) {
-        const next = await chunks.next();
-        if (next.done) return controller.close();
-        if (next.value.byteLength > 0) return controller.enqueue(next.value);
-      }
-    },
-    async cancel() {
-      await chunks.return(undefined);
-    },
-  });
 }
 
 /**

@@ -14,6 +14,7 @@ import { blobs, formDefs, submissionAttachments, submissionDefs, submissions } f
 import { primed } from './primed';
 import { encryptionStatus, selectSubmissionRows, type SubmissionDataRow } from '../submissions/rows';
 import { ROOT_TEXT_SEPARATOR, rootLeafPaths } from '../xforms/parse-submission';
+import { pullStream } from '../bytes';
 import type { Ctx } from '../context';
 import { canOnFormOrReject, getDefOrNotFound, getFormOrNotFound } from '../forms/queries';
 import { compileODataFilter, type FilterField } from './filter';
@@ -258,20 +259,6 @@ async function* mediaEntries(ctx: Ctx, plan: Plan): AsyncGenerator<ZipEntry> {
       }
     }
   }
-}
-
-/** Turns an async generator into a byte stream pulled on demand (cancel stops the generator). */
-function pullStream(chunks: AsyncGenerator<Uint8Array>): ReadableStream<Uint8Array> {
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await chunks.next();
-      if (next.done) controller.close();
-      else controller.enqueue(next.value);
-    },
-    async cancel() {
-      await chunks.return(undefined);
-    },
-  });
 }
 
 /**
