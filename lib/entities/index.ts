@@ -162,8 +162,9 @@ export async function insertEntitiesBulk(
   for (let i = 0; i < inputs.length; i += 20_000) {
     const batch = inputs.slice(i, i + 20_000).map((e) => ({ uuid: e.uuid, label: e.label ?? '', data: e.data }));
     await tx.db.execute(sql`with input as (
-        select x.uuid, x.label, x.data, nextval(pg_get_serial_sequence('entities', 'id')) as id
-        -- A function scan yields the array in order, and the ids are drawn in that order.
+        select x.uuid, x.label, x.data, nextval((select pg_get_serial_sequence('entities', 'id'))::regclass) as id
+        -- A function scan yields the array in order, and the ids are drawn in that order. The
+        -- sequence is looked up once (an initplan), not per row: it was a tenth of the statement's CPU.
         from jsonb_to_recordset(${JSON.stringify(batch)}::jsonb) as x(uuid text, label text, data jsonb)),
       ins as (
         insert into entities (id, uuid, dataset_id, creator_id, created_at) overriding system value

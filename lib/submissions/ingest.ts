@@ -457,7 +457,7 @@ async function storeGroup(batch: Pending[]): Promise<boolean[]> {
           with ordinality as b(xml, "values", root_values, root_text, n)
         where n > 1
       ),
-      ids as (select x.*, big.xml, big."values", big.root_values, big.root_text, nextval(pg_get_serial_sequence('submission_defs', 'id'))::int as def_id
+      ids as (select x.*, big.xml, big."values", big.root_values, big.root_text, nextval((select pg_get_serial_sequence('submission_defs', 'id'))::regclass)::int as def_id
         from x join big using (i)),
       s as (
         insert into ${submissions} (form_id, instance_id, draft, submitter_id, device_id, user_agent, current_def_id)

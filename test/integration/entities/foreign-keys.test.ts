@@ -1,6 +1,6 @@
 /**
- * The keys of entities and their versions to the Dataset, the creator and the source, checked
- * once per statement by triggers (migration 0027) rather than by per-row foreign keys: a bulk
+ * The keys of entities and their versions to the Dataset, the creator, the source and the entity,
+ * checked once per statement by triggers (migrations 0027, 0029) rather than by per-row foreign keys: a bulk
  * create stores what it did, and a row naming a parent that does not exist, or a delete of a
  * parent still named, is still refused with PostgreSQL's foreign key error (23503, its table,
  * constraint and detail), which the API answers as 400.14, as before.
@@ -69,6 +69,17 @@ describe('entity foreign keys, checked once per statement', () => {
     const [e0] = await h.db.select().from(entities).where(eq(entities.uuid, uuidOf(0)));
     expect(await refusal(h, (db) => db.insert(entityDefs).values({ entityId: e0!.id, sourceId: 987654, version: 2, label: 'x', data: {}, dataReceived: {} })))
       .toMatchObject({ code: '23503', constraint: 'entity_defs_source_id_entity_def_sources_id_fk', table: 'entity_defs' });
+    // A version naming an entity that does not exist, alone or beside good rows.
+    expect(await refusal(h, (db) => db.insert(entityDefs).values([
+      { entityId: e0!.id, sourceId, version: 5, current: false, label: 'x', data: {}, dataReceived: {} },
+      { entityId: 987654, sourceId, version: 1, label: 'x', data: {}, dataReceived: {} },
+    ]))).toEqual({
+      code: '23503', constraint: 'entity_defs_entity_id_entities_id_fk', table: 'entity_defs',
+      detail: 'Key (entity_id)=(987654) is not present in table "entities".', problem: 400.14,
+    });
+    const [d0] = await h.db.select().from(entityDefs).where(eq(entityDefs.entityId, e0!.id));
+    expect(await refusal(h, (db) => db.update(entityDefs).set({ entityId: 987654 }).where(eq(entityDefs.id, d0!.id))))
+      .toMatchObject({ code: '23503', constraint: 'entity_defs_entity_id_entities_id_fk' });
     expect(await refusal(h, (db) => db.update(entities).set({ datasetId: 987654 }).where(eq(entities.id, e0!.id))))
       .toMatchObject({ code: '23503', constraint: 'entities_dataset_id_datasets_id_fk' });
     // A null creator (Central's system work) and good keys still insert.
@@ -92,6 +103,12 @@ describe('entity foreign keys, checked once per statement', () => {
       .toMatchObject({ code: '23503', constraint: 'entity_defs_source_id_entity_def_sources_id_fk', table: 'entity_defs' });
     expect(await refusal(h, (db) => db.execute(sql`delete from actors where id = ${h.ids.alice}`)))
       .toMatchObject({ code: '23503' });
+    const [e1] = await h.db.select().from(entities).where(eq(entities.uuid, uuidOf(1)));
+    expect(await refusal(h, (db) => db.delete(entities).where(eq(entities.datasetId, datasetId)))).toMatchObject({
+      code: '23503', constraint: 'entity_defs_entity_id_entities_id_fk', table: 'entity_defs',
+    });
+    expect((await refusal(h, (db) => db.delete(entities).where(eq(entities.id, e1!.id)))).detail)
+      .toBe(`Key (id)=(${e1!.id}) is still referenced from table "entity_defs".`);
     // Once the entities are gone, the Dataset and the source may go (what a purge does).
     await h.db.delete(entityDefs).where(eq(entityDefs.sourceId, sourceId));
     await h.db.delete(entities).where(eq(entities.datasetId, datasetId));
