@@ -57,15 +57,32 @@ const threadTicks = (path: string): number => {
 /**
  * Starts a CPU meter: `backendPids` lists the database's backend pids (empty on PGlite, whose work
  * is this thread's). The returned function gives the CPU ms since, of the main thread and of those
- * backends (including any that started meanwhile).
+ * backends (including any that started meanwhile), of this whole process (its worker threads, as
+ * the reviewers' client, included) and of the whole box (every core, every process).
  */
-export async function cpuMeter(backendPids: () => Promise<number[]>): Promise<() => Promise<{ mainMs: number; pgMs: number }>> {
-  const snap = async () => ({ main: threadTicks(`/proc/${process.pid}/task/${process.pid}/stat`), pg: new Map((await backendPids()).map((p) => [p, threadTicks(`/proc/${p}/stat`)])) });
+export async function cpuMeter(backendPids: () => Promise<number[]>): Promise<() => Promise<{ mainMs: number; pgMs: number; processMs: number; boxMs: number }>> {
+  const snap = async () => ({
+    main: threadTicks(`/proc/${process.pid}/task/${process.pid}/stat`), process: threadTicks(`/proc/${process.pid}/stat`), box: boxTicks(),
+    pg: new Map((await backendPids()).map((p) => [p, threadTicks(`/proc/${p}/stat`)])),
+  });
   const before = await snap();
   return async () => {
     const after = await snap();
     let pg = 0;
     for (const [pid, ticks] of after.pg) pg += ticks - (before.pg.get(pid) ?? 0);
-    return { mainMs: (after.main - before.main) * TICK_MS, pgMs: pg * TICK_MS };
+    return {
+      mainMs: (after.main - before.main) * TICK_MS, pgMs: pg * TICK_MS,
+      processMs: (after.process - before.process) * TICK_MS, boxMs: (after.box - before.box) * TICK_MS,
+    };
   };
+}
+
+/** Busy ticks of the whole box (/proc/stat `cpu`: all but idle and iowait), summed over its cores. */
+function boxTicks(): number {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    return f.reduce((a, b) => a + b, 0) - (f[3] ?? 0) - (f[4] ?? 0);
+  } catch {
+    return 0;
+  }
 }

@@ -17,7 +17,7 @@ import type { Ctx } from '../context';
 import type { Db } from '../db/client';
 import { prepared } from '../db/prepared';
 import { jsonColumn } from '../db/raw';
-import { enqueueJob, registerJobHandler } from '../jobs';
+import { enqueueJob, registerJobHandler, type Prefetched } from '../jobs';
 import { Problem, problems } from '../problem';
 import { parseSubmission } from '../xforms/parse-submission';
 import type { SubmissionEntity } from '../xforms/types';
@@ -94,16 +94,18 @@ async function triggeringEventId(tx: Ctx, ev: SubmissionEvent): Promise<number |
  * rolled back (savepoint). Other errors propagate after the same rollback (the job is retried), so
  * the caller's transaction is left as it was: the handler is inline-safe (lib/jobs).
  */
-export async function processSubmissionEvent(tx: Ctx, ev: SubmissionEvent): Promise<void> {
-  // The savepoint goes out with the first read, in one round trip (postgres.js pipelines queries
-  // issued together on a transaction's connection). Which of the two runs first is not fixed, and
-  // need not be: the read writes nothing a rollback would have to undo.
+export async function processSubmissionEvent(tx: Ctx, ev: SubmissionEvent, prefetched?: Prefetched): Promise<void> {
+  // The savepoint is issued first and not awaited on its own: it goes out in one write with the
+  // first read, or, when a review already read the prelude with its own writes (lib/jobs'
+  // prefetch), with this work's first writes (postgres.js writes what was issued in one turn of
+  // the event loop together, and one connection runs statements in the order issued).
+  // (Drizzle's query runs again on every `then`: made a promise once.)
+  const savepoint = tx.db.execute(sql`savepoint entity_work`).then(() => undefined);
+  savepoint.catch(() => {}); // awaited below
   try {
-    const [, rows] = await Promise.all([
-      tx.db.execute(sql`savepoint entity_work`),
-      preludeQuery(tx.db).execute({ defId: ev.submissionDefId }),
-    ]);
-    await processInner(tx, ev, rows[0]);
+    const pre = prefetched != null ? await freshPrelude(prefetched, ev) : undefined;
+    const rows = pre ?? await preludeQuery(tx.db).execute({ defId: ev.submissionDefId });
+    await Promise.all([savepoint, processInner(tx, ev, rows[0])]);
   } catch (err) {
     await tx.db.execute(sql`rollback to savepoint entity_work`);
     if (!(err instanceof Problem)) throw err;
@@ -112,6 +114,33 @@ export async function processSubmissionEvent(tx: Ctx, ev: SubmissionEvent): Prom
       problem: { problemCode: err.code, problemDetails: err.details ?? null },
     });
   }
+}
+
+/** What a review's prefetch is keyed by: the submission version it read and the review's updatedAt (ISO). */
+export interface PreludeKey { defId: number; reviewedAt: string }
+
+/**
+ * The prelude a review read ahead (`readPrelude` as the `submission.entities` prefetch), when it
+ * is for this event's version and was read after the review's update (the submission's updatedAt
+ * is the review's: were it read before, the flags it holds could be stale), else undefined (read
+ * it again). A failed read: undefined too (its error is the review's own, already thrown).
+ */
+async function freshPrelude(prefetched: Prefetched, ev: SubmissionEvent): Promise<Prelude[] | undefined> {
+  const key = prefetched.key as PreludeKey;
+  if (key.defId !== ev.submissionDefId) return undefined;
+  const rows = await (prefetched.result as Promise<Prelude[]>).catch(() => undefined);
+  if (rows == null) return undefined;
+  const seen = rows[0]?.sub.updatedAt;
+  return rows.length === 0 || (seen != null && new Date(seen).toISOString() === key.reviewedAt) ? rows : undefined;
+}
+
+/**
+ * The entity work's first read (preludeQuery) of submission version `defId`, as the
+ * `submission.entities` job's prefetch: a review issues it with its own writes, after them.
+ * @returns the prelude rows (none: the version is gone). Reads only.
+ */
+function readPrelude(tx: Ctx, key: PreludeKey): Promise<Prelude[]> {
+  return preludeQuery(tx.db).execute({ defId: key.defId });
 }
 
 /** The row preludeQuery answers. */
@@ -196,7 +225,7 @@ const datasetFromJson = (d: DatasetJson): DatasetRow => ({
 const preludeQuery = (db: Db) => prepared(db, 'entity_work_prelude', (d) => d
   .select({
     // Only what the entity work reads: not the stored values (a large form's are large).
-    sub: { id: submissions.id, draft: submissions.draft, deletedAt: submissions.deletedAt },
+    sub: { id: submissions.id, draft: submissions.draft, deletedAt: submissions.deletedAt, updatedAt: submissions.updatedAt },
     def: {
       id: submissionDefs.id, xml: submissionDefs.xml, encrypted: submissionDefs.encrypted, instanceId: submissionDefs.instanceId,
       submitterId: submissionDefs.submitterId, userAgent: submissionDefs.userAgent,
@@ -579,5 +608,7 @@ async function convertPending(tx: Ctx, payload: Record<string, unknown>): Promis
   }
 }
 
-registerJobHandler('submission.entities', (tx, payload) => processSubmissionEvent(tx, payload as unknown as SubmissionEvent), { inline: true });
+registerJobHandler('submission.entities', (tx, payload, prefetched) => processSubmissionEvent(tx, payload as unknown as SubmissionEvent, prefetched), {
+  inline: true, prefetch: (tx, key) => readPrelude(tx, key as PreludeKey),
+});
 registerJobHandler('dataset.convert', convertPending);

@@ -13,12 +13,26 @@ import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { jobs } from '../../drizzle/schema';
 import { withTx, type Ctx } from '../context';
 
-/** A handler runs inside the job's transaction; throwing rolls its work back and retries later. */
-export type JobHandler = (tx: Ctx, payload: Record<string, unknown>) => Promise<void>;
+/**
+ * A handler runs inside the job's transaction; throwing rolls its work back and retries later.
+ * `prefetched`: when run inline, what its `prefetch` started for this job (see `prefetchInlineJob`).
+ */
+export type JobHandler = (tx: Ctx, payload: Record<string, unknown>, prefetched?: Prefetched) => Promise<void>;
+
+/**
+ * An inline handler's first statements, issued by the producer before its own statements have
+ * answered: `key` says which job they were read for (the handler ignores a mismatch), `result`
+ * what they answer (rejects as they do).
+ */
+export interface Prefetched { key: unknown; result: Promise<unknown> }
+
+/** Starts an inline handler's first statements on the producer's transaction (lib/jobs does not look inside). */
+export type JobPrefetch = (tx: Ctx, key: unknown) => Promise<unknown>;
 
 const handlers = new Map<string, JobHandler>();
 /** Actions whose handler was registered as safe to run in the producer's transaction. */
 const inlineSafe = new Set<string>();
+const prefetchers = new Map<string, JobPrefetch>();
 
 /** Jobs enqueued in each open transaction (keyed by its state object), for `withJobs`. */
 const enqueued = new WeakMap<object, number[]>();
@@ -33,12 +47,34 @@ const MAX_ATTEMPTS = 3;
  * Registers the handler for one job action (once per process; a second registration replaces
  * the first). `opts.inline`: the handler may run inside the producer's own transaction (see
  * `enqueueJob`'s `inline`) because it leaves no work behind when it throws (it rolls its own work
- * back to a savepoint). Effects: in-memory registry only.
+ * back to a savepoint). `opts.prefetch` (inline handlers only): its first statements, which a
+ * producer may issue ahead with `prefetchInlineJob`. Effects: in-memory registry only.
  */
-export function registerJobHandler(action: string, handler: JobHandler, opts: { inline?: boolean } = {}): void {
+export function registerJobHandler(action: string, handler: JobHandler, opts: { inline?: boolean; prefetch?: JobPrefetch } = {}): void {
   handlers.set(action, handler);
   if (opts.inline === true) inlineSafe.add(action);
   else inlineSafe.delete(action);
+  if (opts.inline === true && opts.prefetch) prefetchers.set(action, opts.prefetch);
+  else prefetchers.delete(action);
+}
+
+/**
+ * Issues the first statements of an inline job the caller is about to enqueue, now, on its
+ * transaction: called in the same tick as the caller's own last writes, they travel to the
+ * database in the same round trip and run after those writes (one connection runs statements in
+ * the order they were issued), so they read what those writes left. For a reviewer's approval
+ * this saves one of its round trips. Pass the answer to `enqueueJob`'s `opts.prefetched`.
+ * @param key what the statements are for (the handler compares it with the payload's).
+ * @returns null when this process runs no inline handler with a prefetch for `action`, or `tx`
+ *   is not a transaction. Effects: the prefetch's statements (read-only or savepoints); a
+ *   rejection is held for the handler, never left unhandled.
+ */
+export function prefetchInlineJob(tx: Ctx, action: string, key: unknown): Prefetched | null {
+  const prefetch = prefetchers.get(action);
+  if (!tx.tx || !prefetch || !inlineSafe.has(action)) return null;
+  const result = prefetch(tx, key);
+  result.catch(() => {}); // awaited by the handler; a failure (the caller's write failed first) is not unhandled meanwhile
+  return { key, result };
 }
 
 /** Whether a handler is registered for `action` in this process (bundle). Pure read. */
@@ -49,6 +85,7 @@ export const hasJobHandler = (action: string): boolean => handlers.has(action);
  * @param payload JSON the handler receives. @param opts.background leave it to the scheduled sweep
  *   (`drainJobs`) instead of running it right after the request's commit: a retry of work the
  *   request just tried and failed (Enketo), as Central's worker does it later, not at once.
+ * @param opts.prefetched what `prefetchInlineJob` started for this job, handed to the inline handler.
  * @param opts.inline when this process has the action's handler registered as inline-safe and the
  *   caller is in a transaction, run the handler now, in that transaction, instead of recording a
  *   job: its work commits with the caller's (one commit, no job row, no second transaction; an
@@ -58,11 +95,11 @@ export const hasJobHandler = (action: string): boolean => handlers.has(action);
  * Effects: inserts into `jobs`, or the handler's; on commit the caller should `runJobs` (see `withJobs`).
  */
 export async function enqueueJob(
-  tx: Ctx, action: string, payload: Record<string, unknown>, opts: { background?: boolean; inline?: boolean } = {},
+  tx: Ctx, action: string, payload: Record<string, unknown>, opts: { background?: boolean; inline?: boolean; prefetched?: Prefetched | null } = {},
 ): Promise<number | null> {
   if (opts.inline === true && tx.tx && inlineSafe.has(action)) {
     try {
-      await handlers.get(action)!(tx, payload);
+      await handlers.get(action)!(tx, payload, opts.prefetched ?? undefined);
       return null;
     } catch (err) {
       tx.log.error('inline job failed; recorded for a retry', { err, action, requestId: tx.requestId });

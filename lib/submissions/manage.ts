@@ -5,7 +5,7 @@ import { actorJson, iso } from '../actors';
 import { audit } from '../audits/log';
 import { auditJson } from '../audits';
 import { withTx, type Ctx } from '../context';
-import { enqueueJob, withJobs } from '../jobs';
+import { enqueueJob, prefetchInlineJob, withJobs } from '../jobs';
 import { usesEnketo } from '../forms/enketo';
 import { canOnFormOrReject, formActee, formJson, getDefOrNotFound, getFormOrNotFound, type LoadedForm } from '../forms/queries';
 import { formVerbsSql, liveFormByKey } from '../forms/openrosa';
@@ -25,14 +25,15 @@ import { loadReadable } from './versions';
  * needs before it writes (reviewers approve one submission after another).
  * @throws Problem 404.1 unknown form or project. Reads only.
  */
-async function reviewTarget(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string): Promise<LoadedForm & { subId: number | null }> {
+async function reviewTarget(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string): Promise<LoadedForm & { subId: number | null; currentDefId: number | null }> {
   const [row] = Number.isSafeInteger(projectId)
     ? await prepared(ctx.db, 'review_target', (d) => d
       .select({
         form: forms,
         project: projects,
         verbs: formVerbsSql(),
-        subId: sql<number | null>`(select s.id from ${submissions} s where s.form_id = ${forms.id} and not s.draft
+        // [id, current_def_id] of the live published submission.
+        sub: sql<number[] | null>`(select array[s.id, s.current_def_id] from ${submissions} s where s.form_id = ${forms.id} and not s.draft
           and s.instance_id = ${sql.placeholder('instanceId')} and s.deleted_at is null and s.current_def_id is not null)`,
       })
       .from(forms)
@@ -44,7 +45,7 @@ async function reviewTarget(ctx: Ctx, projectId: number, xmlFormId: string, inst
   if (!row) throw problems.user.notFound();
   const loaded = { form: row.form, project: row.project };
   primeVerbs(ctx, formActee(loaded), row.verbs);
-  return { ...loaded, subId: row.subId == null ? null : Number(row.subId) };
+  return { ...loaded, subId: row.sub == null ? null : Number(row.sub[0]), currentDefId: row.sub == null ? null : Number(row.sub[1]) };
 }
 
 /** A review's write, prepared (reviewers approve one submission after another): placeholders `id`, `reviewState`, `now` (ISO). */
@@ -78,18 +79,24 @@ export async function setReviewState(ctx: Ctx, projectId: number, xmlFormId: str
     const sub = { id: f.subId };
     const { reviewState } = parseInput(ReviewInput, body);
     // The update and its audit go out together, in either order (one round trip: neither needs the
-    // other's answer; both commit or neither).
-    const [[row], auditId] = await Promise.all([
-      reviewUpdate(tx.db).execute({ id: sub.id, reviewState, now: new Date().toISOString() }),
+    // other's answer; both commit or neither). An approval's entity work reads what it needs in
+    // the same round trip, after them (lib/jobs' prefetch; lib/entities checks that its read saw
+    // this update, by updatedAt, and reads again if not).
+    const now = new Date().toISOString();
+    const write = Promise.all([
+      reviewUpdate(tx.db).execute({ id: sub.id, reviewState, now }),
       audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, reviewState }, notes),
     ]);
+    const prefetched = reviewState === 'approved' && f.currentDefId != null
+      ? prefetchInlineJob(tx, 'submission.entities', { defId: f.currentDefId, reviewedAt: now }) : null;
+    const [[row], auditId] = await write;
     // Approval may create entities: lib/entities' handler runs in this transaction when this
     // process has it (one commit; the entity exists when the reviewer gets the answer), else as a
     // job after commit. The audit is its triggering event, so the handler need not look it up.
     if (reviewState === 'approved' && row!.currentDefId != null) {
       await enqueueJob(tx, 'submission.entities', {
         action: 'submission.update', submissionId: sub.id, submissionDefId: row!.currentDefId, reviewState, actorId: tx.auth.actor?.id ?? null, auditId,
-      }, { inline: true });
+      }, { inline: true, prefetched });
     }
     return {
       instanceId: row!.instanceId, submitterId: row!.submitterId, deviceId: row!.deviceId, createdAt: row!.createdAt.toISOString(),
