@@ -8,7 +8,7 @@ import { systemCtx } from '../lib/context';
 import { withDeps } from '../lib/runtime/entry';
 import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
-import { openDatabase } from '../lib/runtime/node';
+import { nodeNatives, openDatabase } from '../lib/runtime/node';
 import { createUserTask, promoteUserTask } from '../lib/users/admin-tasks';
 import { createProject } from '../lib/projects';
 import { localApp } from '../infra/local/app';
@@ -17,7 +17,8 @@ import { tmpdir } from 'node:os';
 const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '12' });
 const database = await openDatabase(config, { pgliteDir: 'memory://' });
 await database.migrate();
-const deps = { db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore(`${tmpdir()}/fieldbase-bench`) };
+// The native helpers the local server has (createNodeDeps: COPY to a stream, zlib, hashing).
+const deps = { db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore(`${tmpdir()}/fieldbase-bench`), ...nodeNatives() };
 const ctx = systemCtx(deps);
 const email = `bench-${Date.now()}@example.org`;
 await createUserTask(ctx, email, 'bench password 123');

@@ -52,7 +52,7 @@ import { encodeSkiptoken } from '../lib/odata/query';
 import { withDeps } from '../lib/runtime/entry';
 import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
-import { openDatabase } from '../lib/runtime/node';
+import { nodeNatives, openDatabase } from '../lib/runtime/node';
 import { benchAdmin } from './admin';
 import { cpuMeter, profilePhase } from './profile';
 
@@ -73,7 +73,8 @@ const fixture = (path: string) => readFileSync(new URL(`../../shared/fixtures/${
 const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '4', MAX_JSON_BYTES: '50000000' }, { localServer: true });
 const database = await openDatabase(config, { pgliteDir: 'memory://' });
 await database.migrate();
-const deps = { db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore(join(tmpdir(), `fieldbase-bench-entities-${process.pid}`)) };
+// The native helpers the local server has (createNodeDeps: COPY to a stream, zlib, hashing).
+const deps = { db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore(join(tmpdir(), `fieldbase-bench-entities-${process.pid}`)), ...nodeNatives() };
 const ctx = systemCtx(deps);
 const app = withDeps(localApp(), () => ({ deps }));
 const { call, auth } = await benchAdmin(ctx, app, 'entities');

@@ -66,7 +66,7 @@ import { createProject } from '../lib/projects';
 import { withDeps } from '../lib/runtime/entry';
 import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
-import { openDatabase } from '../lib/runtime/node';
+import { nodeNatives, openDatabase } from '../lib/runtime/node';
 import { parseSubmission, rootTextOf, rootValuesOf } from '../lib/xforms/parse-submission';
 import type { FormField, SubmissionValue } from '../lib/xforms/types';
 import { benchAdmin } from './admin';
@@ -98,7 +98,8 @@ const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '4' 
 const database = await openDatabase(config, { pgliteDir: 'memory://' });
 await database.migrate();
 const db = database.db;
-const deps = { db, config, log: createLogger('silent'), blobs: createFsBlobStore(join(tmp, 'blobs')) };
+// The native helpers the local server has (createNodeDeps: COPY to a stream, zlib, hashing).
+const deps = { db, config, log: createLogger('silent'), blobs: createFsBlobStore(join(tmp, 'blobs')), ...nodeNatives() };
 const ctx = systemCtx(deps);
 const app = withDeps(localApp(), () => ({ deps }));
 const idleRss = process.memoryUsage.rss();

@@ -30,7 +30,7 @@ import { createProject } from '../lib/projects';
 import { withDeps } from '../lib/runtime/entry';
 import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
-import { openDatabase } from '../lib/runtime/node';
+import { nodeNatives, openDatabase } from '../lib/runtime/node';
 import { benchAdmin } from './admin';
 import { cpuMeter, profilePhase } from './profile';
 
@@ -47,7 +47,8 @@ const PROJECT_NAME = 'formList bench';
 const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '4' }, { localServer: true });
 const database = await openDatabase(config, { pgliteDir: 'memory://' });
 await database.migrate();
-const deps = { db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore(join(tmpdir(), `fieldbase-bench-fl-${process.pid}`)) };
+// The native helpers the local server has (createNodeDeps: COPY to a stream, zlib, hashing).
+const deps = { db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore(join(tmpdir(), `fieldbase-bench-fl-${process.pid}`)), ...nodeNatives() };
 const ctx = systemCtx(deps);
 const app = withDeps(localApp(), () => ({ deps }));
 

@@ -36,10 +36,7 @@ import { createProject } from '../lib/projects';
 import { withDeps } from '../lib/runtime/entry';
 import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
-import { nativeDeflateRaw, openDatabase } from '../lib/runtime/node';
-import { nativeHashStream } from '../lib/runtime/native-hash';
-import { nativeAesCfb } from '../lib/runtime/native-crypto';
-import { crc32 as zlibCrc32 } from 'node:zlib';
+import { nodeNatives, openDatabase } from '../lib/runtime/node';
 import { rawRows } from '../lib/db/raw';
 import { benchAdmin } from './admin';
 import { cpuMeter } from './profile';
@@ -61,7 +58,7 @@ await database.migrate();
 // The native helpers the local server has (createNodeDeps): hashing of media parts above all.
 const deps = {
   db: database.db, config, log: createLogger('silent'), blobs: createFsBlobStore(blobDir),
-  deflateRaw: nativeDeflateRaw, crc32: zlibCrc32, aesCfb: nativeAesCfb, hashStream: nativeHashStream,
+  ...nodeNatives(),
 };
 const ctx = systemCtx(deps);
 const app = withDeps(localApp(), () => ({ deps }));

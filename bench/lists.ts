@@ -41,7 +41,7 @@ import { createProject } from '../lib/projects';
 import { withDeps } from '../lib/runtime/entry';
 import { loadConfig, processEnv } from '../lib/runtime/env';
 import { createFsBlobStore } from '../lib/runtime/fs-blobs';
-import { openDatabase } from '../lib/runtime/node';
+import { nodeNatives, openDatabase } from '../lib/runtime/node';
 import type { FormField } from '../lib/xforms/types';
 import { benchAdmin } from './admin';
 import { cpuMeter, profilePhase } from './profile';
@@ -63,7 +63,8 @@ const config = loadConfig(processEnv(), { LOG_LEVEL: 'silent', BCRYPT_COST: '4' 
 const database = await openDatabase(config, { pgliteDir: 'memory://' });
 await database.migrate();
 const db = database.db;
-const deps = { db, config, log: createLogger('silent'), blobs: createFsBlobStore(join(tmpdir(), `fieldbase-bench-lists-${process.pid}`)) };
+// The native helpers the local server has (createNodeDeps: COPY to a stream, zlib, hashing).
+const deps = { db, config, log: createLogger('silent'), blobs: createFsBlobStore(join(tmpdir(), `fieldbase-bench-lists-${process.pid}`)), ...nodeNatives() };
 const ctx = systemCtx(deps);
 const app = withDeps(localApp(), () => ({ deps }));
 const rowsOf = async <T>(query: SQL): Promise<T[]> => {

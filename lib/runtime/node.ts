@@ -155,6 +155,16 @@ export function nativeDeflateRaw(): RawDeflater {
 }
 
 /**
+ * The Deps fields only Node provides: native raw deflate and CRC-32 (ZIP exports), AES-CFB
+ * (encrypted submissions), streamed MD5/SHA-256 (blobs) and COPY to a stream (entities.csv, CSV
+ * exports). What createNodeDeps adds; the bench scripts spread it into their own Deps so they
+ * measure the paths the server runs. Pure.
+ */
+export function nodeNatives() {
+  return { deflateRaw: nativeDeflateRaw, crc32: zlibCrc32, aesCfb: nativeAesCfb, hashStream: nativeHashStream, copyToStream: true } as const;
+}
+
+/**
  * Everything a Node process (local server, CLI, Lambda) needs, built once.
  * @param opts.mailOutbox without EMAIL_HOST, write mail as .eml files in DATA_DIR/mail (default true;
  *   Lambda passes false: its disk is not kept, so mail is only logged there).
@@ -165,5 +175,5 @@ export async function createNodeDeps(config: Config, opts: { mailOutbox?: boolea
   const log = createLogger(config.LOG_LEVEL);
   const mailer = nodeMailer(config, { outbox: opts.mailOutbox ?? true });
   if (!mailer) log.warn('no mail transport is configured (EMAIL_HOST): account mail will be logged, not sent');
-  return { db: database.db, blobs: openBlobStore(config), config, log, database, deflateRaw: nativeDeflateRaw, crc32: zlibCrc32, aesCfb: nativeAesCfb, hashStream: nativeHashStream, copyToStream: true, mailer };
+  return { db: database.db, blobs: openBlobStore(config), config, log, database, ...nodeNatives(), mailer };
 }
