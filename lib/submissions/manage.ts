@@ -48,10 +48,13 @@ async function reviewTarget(ctx: Ctx, projectId: number, xmlFormId: string, inst
   return { ...loaded, subId: row.sub == null ? null : Number(row.sub[0]), currentDefId: row.sub == null ? null : Number(row.sub[1]) };
 }
 
-/** A review's write, prepared (reviewers approve one submission after another): placeholders `id`, `reviewState`, `now` (ISO). */
+/**
+ * A review's write, prepared (reviewers approve one submission after another): placeholders `id`,
+ * `reviewState` (null: left as it is), `now` (ISO).
+ */
 const reviewUpdate = (db: Db) => prepared(db, 'review_update', (d) => d
   .update(submissions)
-  .set({ reviewState: sql`${sql.placeholder('reviewState')}`, updatedAt: sql`${sql.placeholder('now')}::timestamptz` })
+  .set({ reviewState: sql`coalesce(${sql.placeholder('reviewState')}, ${submissions.reviewState})`, updatedAt: sql`${sql.placeholder('now')}::timestamptz` })
   .where(eq(submissions.id, sql.placeholder('id')))
   .returning()
   .prepare('review_update'));
@@ -62,13 +65,16 @@ async function load(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: 
   return { f, ...(await getSubmissionOrNotFound(ctx, f, instanceId, draft)) };
 }
 
-export const ReviewInput = z.object({ reviewState: z.enum(['received', 'hasIssues', 'edited', 'approved', 'rejected']) });
+/** PATCH S's body: `reviewState` may be left out (Central then changes only updatedAt, and audits the update without it). */
+export const ReviewInput = z.object({ reviewState: z.enum(['received', 'hasIssues', 'edited', 'approved', 'rejected']).optional() });
 
 /**
  * Sets a submission's review state (PATCH S `{ reviewState }`).
  * @returns `{ instanceId, submitterId, deviceId, createdAt, updatedAt, reviewState, deletedAt }`, the
  *   shape Central answers (central-outputs/simple/api/review-*-response.json).
- * Effects: submissions row; audit `submission.update` `{ reviewState }` with `notes` (X-Action-Notes).
+ * Without `reviewState` (or with an XML body, which the route reads as `{}`), only updatedAt
+ * changes, as Central does. Effects: submissions row; audit `submission.update`
+ * `{ submissionId, instanceId, reviewState? }` with `notes` (X-Action-Notes).
  * @throws 404.1; 403.1 without submission.update; 400.2/400.8 bad body.
  */
 export async function setReviewState(ctx: Ctx, projectId: number, xmlFormId: string, instanceId: string, body: unknown, notes: string | null = null) {
@@ -84,8 +90,8 @@ export async function setReviewState(ctx: Ctx, projectId: number, xmlFormId: str
     // this update, by updatedAt, and reads again if not).
     const now = new Date().toISOString();
     const write = Promise.all([
-      reviewUpdate(tx.db).execute({ id: sub.id, reviewState, now }),
-      audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, reviewState }, notes),
+      reviewUpdate(tx.db).execute({ id: sub.id, reviewState: reviewState ?? null, now }),
+      audit(tx, tx, 'submission.update', f.form.acteeId, { submissionId: sub.id, instanceId, ...(reviewState === undefined ? {} : { reviewState }) }, notes),
     ]);
     const prefetched = reviewState === 'approved' && f.currentDefId != null
       ? prefetchInlineJob(tx, 'submission.entities', { defId: f.currentDefId, reviewedAt: now }) : null;

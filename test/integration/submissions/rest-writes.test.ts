@@ -396,7 +396,16 @@ describe('PATCH S (review), DELETE S, POST S/restore', () => {
     }
     const audits = (await h.audits()).filter((a) => a.action === 'submission.update');
     expect(audits.map((a) => (a.details as { reviewState: string }).reviewState)).toEqual(['received', 'hasIssues', 'edited', 'approved', 'rejected']);
-    for (const bad of [{ reviewState: 'great' }, { reviewState: null }, { reviewState: 3 }, {}]) {
+    // As Central: a body without reviewState, or an XML one (an edit sent to PATCH, not PUT), changes
+    // only updatedAt, audited without a reviewState.
+    for (const [body, headers] of [[{}, {}], ['<data id="simple"/>', { 'Content-Type': 'application/xml' }]] as const) {
+      const res = await h.patch(S(h, 'simple', 'one'), { as: 'bob', body, headers });
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(await json(res)).toMatchObject({ instanceId: 'one', reviewState: 'rejected' });
+    }
+    const unchanged = (await h.audits()).filter((a) => a.action === 'submission.update').slice(5);
+    expect(unchanged.map((a) => a.details)).toEqual([1, 2].map(() => ({ submissionId: expect.any(Number), instanceId: 'one' })));
+    for (const bad of [{ reviewState: 'great' }, { reviewState: null }, { reviewState: 3 }]) {
       const res = await h.patch(S(h, 'simple', 'one'), { as: 'bob', body: bad });
       expect(res.status, JSON.stringify(bad)).toBe(400);
       expect(String((await json(res)).code)).toMatch(/^400\./);
