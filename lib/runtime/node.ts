@@ -13,7 +13,7 @@ import type { BlobStore } from '../blobs/store';
 import type { Config } from '../config';
 import type { Deps } from '../context';
 import type { RawDeflater } from '../exports/zip';
-import { postgresOptions, type Db } from '../db/client';
+import { postgresOptions, postgresTarget, type Db } from '../db/client';
 import { preparingClient } from '../db/statement-cache';
 import { createLogger } from '../log';
 import { syncSystemRoles } from '../roles';
@@ -38,7 +38,8 @@ export interface NodeDatabase {
 export async function openDatabase(config: Config, opts: { pgliteDir?: string } = {}): Promise<NodeDatabase> {
   if (config.DATABASE_URL) {
     // UTC sessions: timestamps without a zone (audit filters) mean UTC, as in Central's deployment.
-    const client = postgres(config.DATABASE_URL, postgresOptions(config));
+    const target = postgresTarget(config.DATABASE_URL);
+    const client = postgres(target.url, { ...postgresOptions(config), ...(target.host ? { host: target.host } : {}) });
     // Drizzle's ordinary queries prepared per connection: one round trip each instead of two.
     const db = drizzlePostgres(config.DATABASE_PREPARE ? preparingClient(client) : client, { schema }) as unknown as Db;
     return {
