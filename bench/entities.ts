@@ -126,6 +126,23 @@ report('bulk create', `${Math.round(N / bulkS).toLocaleString('en')} entities/s 
 if (config.DATABASE_URL) await database.db.execute(sql.raw('vacuum analyze'));
 
 // ─── entity CSV ─────────────────────────────────────────────────────────────────────────────
+/**
+ * Runs a client script (CommonJS source) in a worker thread with `workerData`, as clients are other
+ * machines: their HTTP client's CPU does not queue behind the server's on this thread. The script
+ * posts one message, its result or `{ error }`; the worker is then stopped.
+ */
+function runClient<T = unknown>(code: string, workerData: unknown): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const worker = new Worker(code, { eval: true, workerData });
+    worker.once('message', (m: T | { error: string }) => {
+      void worker.terminate();
+      if (m != null && typeof m === 'object' && 'error' in m && m.error != null) reject(new Error(String(m.error)));
+      else resolve(m as T);
+    });
+    worker.once('error', reject);
+  });
+}
+
 /** GET of the whole entities.csv in a worker thread: counts its lines (LF), answers `{ lines }`. */
 const CSV_CLIENT = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -149,15 +166,7 @@ if (only('csv')) {
   const start = performance.now();
   // The client (a spreadsheet user's machine) runs in a worker thread on node:http, as the
   // reviewers do: its CPU is not queued behind the server's on this thread.
-  const lines = await new Promise<number>((resolve, reject) => {
-    const worker = new Worker(CSV_CLIENT, { eval: true, workerData: { url: `${base}${D}/entities.csv`, headers: auth } });
-    worker.once('message', (m: { error?: string; lines?: number }) => {
-      void worker.terminate();
-      if (m.error != null) reject(new Error(m.error));
-      else resolve(m.lines!);
-    });
-    worker.once('error', reject);
-  });
+  const { lines } = await runClient<{ lines: number }>(CSV_CLIENT, { url: `${base}${D}/entities.csv`, headers: auth });
   const s = (performance.now() - start) / 1000;
   const used = await cpu();
   await stopProfile();
@@ -299,15 +308,7 @@ if (only('devices')) {
   // The devices run in a worker thread, as real devices are other machines: their HTTP client's
   // CPU does not queue behind the server's on this thread (the CPU figure and the profile are of
   // the main thread: the server's alone).
-  const timing = await new Promise<{ pair: number[]; single: number[] }>((resolve, reject) => {
-    const worker = new Worker(DEVICE_CLIENT, { eval: true, workerData: { urls: tokens.map((t) => keyed(t)), syncs: SYNCS, OR } });
-    worker.once('message', (m: { pair: number[]; single: number[] } | { error: string }) => {
-      void worker.terminate();
-      if ('error' in m) reject(new Error(m.error));
-      else resolve(m);
-    });
-    worker.once('error', reject);
-  });
+  const timing = await runClient<{ pair: number[]; single: number[] }>(DEVICE_CLIENT, { urls: tokens.map((t) => keyed(t)), syncs: SYNCS, OR });
   pair.push(...timing.pair);
   single.push(...timing.single);
   const devicesUsed = await devicesCpu();
@@ -373,15 +374,7 @@ if (only('approvals')) {
   // The reviewers run in a worker thread, as reviewers are other machines (their browsers): their
   // HTTP client's CPU does not queue behind the server's on this thread, and the CPU figure and
   // the profile are the server's alone (as the devices case).
-  await new Promise<void>((resolve, reject) => {
-    const worker = new Worker(REVIEWER_CLIENT, { eval: true, workerData: { url: `${base}${F}`, headers: { ...auth, ...JSON_TYPE }, reviewers: REVIEWERS, count: APPROVALS } });
-    worker.once('message', (m: { error?: string }) => {
-      void worker.terminate();
-      if (m.error != null) reject(new Error(m.error));
-      else resolve();
-    });
-    worker.once('error', reject);
-  });
+  await runClient(REVIEWER_CLIENT, { url: `${base}${F}`, headers: { ...auth, ...JSON_TYPE }, reviewers: REVIEWERS, count: APPROVALS });
   const s = (performance.now() - start) / 1000;
   const used = await cpu();
   await stopProfile();
